@@ -1,0 +1,40 @@
+#include "kernels/optim.h"
+
+#include <cmath>
+
+namespace mlpd {
+
+void sgd_momentum_update(float* p, const float* g, float* m, size_t n, float lr, float momentum,
+                         float weight_decay) {
+  for (size_t i = 0; i < n; ++i) {
+    float gi = g[i] + weight_decay * p[i];
+    m[i] = momentum * m[i] + gi;
+    p[i] -= lr * m[i];
+  }
+}
+
+double sum_squares(const float* x, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+float lars_update(float* p, const float* g, float* m, size_t n, float lr, float momentum,
+                  float weight_decay, float eta, float epsilon, bool skip_trust_and_decay) {
+  float trust = 1.0f;
+  float wd = skip_trust_and_decay ? 0.0f : weight_decay;
+  if (!skip_trust_and_decay) {
+    double pn = std::sqrt(sum_squares(p, n));
+    double gn = std::sqrt(sum_squares(g, n));
+    double denom = gn + weight_decay * pn + epsilon;
+    if (pn > 0.0 && denom > 0.0) trust = static_cast<float>(eta * pn / denom);
+  }
+  float scaled = lr * trust;
+  for (size_t i = 0; i < n; ++i) {
+    m[i] = momentum * m[i] + scaled * (g[i] + wd * p[i]);
+    p[i] -= m[i];
+  }
+  return trust;
+}
+
+}  // namespace mlpd
