@@ -1,0 +1,28 @@
+// The collectives the trainer needs, on host buffers. Counts may exceed INT_MAX: calls are split.
+// (Buckets, overlap, NCCL and the hierarchical backend slot in behind allreduce_gradients.)
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "comm/world.h"
+#include "core/param_store.h"
+
+namespace mlpd {
+
+void broadcast_floats(const World& w, float* data, size_t n, int root);
+void broadcast_bytes(const World& w, void* data, size_t n, int root);
+void allreduce_sum_floats(const World& w, float* data, size_t n);
+void allreduce_sum_doubles(const World& w, double* data, size_t n);
+void allreduce_sum_i64(const World& w, int64_t* data, size_t n);
+double allreduce_max(const World& w, double v);
+void barrier(const World& w);
+
+// Rank 0's parameters (and non-trained state) become everyone's.
+void broadcast_parameters(const World& w, ParamStore& s);
+
+// Sums the flat gradient buffer over all ranks, in place. The loss is already scaled by
+// 1/global_batch, so the sum is the average: the one place gradients are averaged.
+// Returns seconds spent in communication.
+double allreduce_gradients(const World& w, ParamStore& s);
+
+}  // namespace mlpd
