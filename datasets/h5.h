@@ -1,0 +1,88 @@
+// HDF5 helpers shared by the dataset readers and writers: every HDF5 call goes through H5_CHECK
+// (which names file:line, the call and HDF5's own message), every hid_t is owned by an H5Id.
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace mlpd {
+
+// A failed HDF5 call. Callers that face the user (loaders, converters) turn it into a UserError
+// that names the file and what to do.
+struct H5Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws H5Error "file:line: <call> failed: <HDF5's message>" and clears HDF5's error stack.
+[[noreturn]] void h5_fail(const char* call, const char* file, int line);
+
+template <class T>
+inline T h5_check(T status, const char* call, const char* file, int line) {
+  if (status < 0) h5_fail(call, file, line);
+  return status;
+}
+
+}  // namespace mlpd
+
+// Checks an HDF5 call (herr_t, hid_t or htri_t: negative means failure) and returns its value.
+#define H5_CHECK(call) ::mlpd::h5_check((call), #call, __FILE__, __LINE__)
+
+namespace mlpd {
+
+// Owns one HDF5 identifier (file, group, dataset, dataspace, datatype, property list, attribute)
+// and closes it when it goes out of scope. close() closes now and reports failure (use it for a
+// file being written, whose close flushes); the destructor ignores errors.
+class H5Id {
+ public:
+  H5Id() = default;
+  explicit H5Id(hid_t id) : id_(id) {}
+  ~H5Id() { release(); }
+  H5Id(const H5Id&) = delete;
+  H5Id& operator=(const H5Id&) = delete;
+  H5Id(H5Id&& o) noexcept : id_(o.id_) { o.id_ = H5I_INVALID_HID; }
+  H5Id& operator=(H5Id&& o) noexcept {
+    if (this != &o) {
+      release();
+      id_ = o.id_;
+      o.id_ = H5I_INVALID_HID;
+    }
+    return *this;
+  }
+  hid_t get() const { return id_; }
+  operator hid_t() const { return id_; }  // NOLINT: passes straight into the C API
+  void close();
+
+ private:
+  void release() noexcept;
+  hid_t id_ = H5I_INVALID_HID;
+};
+
+// While alive, HDF5 prints nothing on stderr (H5Eset_auto2 off): errors reach the user through
+// H5_CHECK's exception instead. Restores the previous handler on exit.
+class H5Quiet {
+ public:
+  H5Quiet();
+  ~H5Quiet();
+  H5Quiet(const H5Quiet&) = delete;
+  H5Quiet& operator=(const H5Quiet&) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+// Scalar attributes on a file, group or dataset.
+void h5_write_attr_str(hid_t obj, const char* name, const std::string& value);
+void h5_write_attr_i64(hid_t obj, const char* name, int64_t value);
+void h5_write_attr_f64(hid_t obj, const char* name, double value);
+bool h5_has_attr(hid_t obj, const char* name);
+// Readers throw H5Error naming the attribute when it is missing or of the wrong kind.
+std::string h5_read_attr_str(hid_t obj, const char* name);  // fixed- or variable-length
+int64_t h5_read_attr_i64(hid_t obj, const char* name);
+double h5_read_attr_f64(hid_t obj, const char* name);
+// True when `path` (e.g. "/train/images") exists, checking each component in turn.
+bool h5_has_path(hid_t file, const std::string& path);
+
+}  // namespace mlpd

@@ -1,0 +1,83 @@
+#include <cblas.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "comm/world.h"
+#include "core/check.h"
+#include "mlperf/config.h"
+
+namespace mlpd::cli {
+
+namespace {
+std::string default_system_name() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) return "local";
+  std::string h(host);
+  return h.substr(0, h.find('.'));
+}
+}  // namespace
+
+void add_train_command(CLI::App& app, TrainArgs& a) {
+  auto* c = app.add_subcommand("train", "Train one workload to its quality target (run under mpirun for N ranks)");
+  auto& o = a.opts;
+  o.system = default_system_name();
+  c->add_option("--benchmark,-b", o.benchmark, "Workload to train: resnet")->capture_default_str();
+  c->add_option("--scale,-s", o.scale, "mini (small real data, CPU minutes) or reference (MLPerf's model and data)")
+      ->check(CLI::IsMember({"mini", "reference"}))
+      ->capture_default_str();
+  c->add_option("--config,-c", o.config_file,
+                "YAML file of hyperparameters merged over the workload's defaults (MLPerf key names; unknown keys are errors)")
+      ->check(CLI::ExistingFile);
+  c->add_option("--set", o.sets, "Override one config key: --set key=value (repeatable)");
+  c->add_option("--data-dir", o.data_dir, "Directory of prepared datasets (see `mlperf-dist prepare`)")->capture_default_str();
+  c->add_option("--results-dir", o.results_dir, "Result logs go to <results-dir>/<system>/<benchmark>/result_N.txt")
+      ->capture_default_str();
+  c->add_option("--system", o.system, "System name used in the results path")->capture_default_str();
+  c->add_option("--progress-seconds", o.progress_seconds, "At most one step line per this many seconds")
+      ->capture_default_str();
+  c->add_flag("--print-config", a.print_config, "Print the resolved config (after rules) and exit");
+  c->add_option("--max-steps", o.max_steps, "Test/study hook: stop after N steps (status aborted, not a result)");
+  c->add_option("--test-target", o.test_target,
+                "Test hook: replace the quality target; the log is marked division open (never a closed result)");
+  c->add_option("--dump-params", o.dump_params, "Write rank 0's final parameters (raw float32) to this file");
+  c->add_option("--loss-log", o.loss_log, "Write every step's global loss (hex float, exact) to this file");
+}
+
+int run_train_command(TrainArgs& a, int argc, char** argv) {
+  // One compute thread per rank: ranks are the unit of parallelism.
+  openblas_set_num_threads(1);
+  World w = init_world(&argc, &argv);
+  // A bad config or broken rule is the same on every rank: say it once and exit cleanly.
+  try {
+    nlohmann::json cfg = resolve_train_config(a.opts);
+    if (a.print_config) {
+      if (w.rank == 0) std::printf("%s", format_config(cfg).c_str());
+      finalize_world(w);
+      return 0;
+    }
+  } catch (const UserError& e) {
+    if (w.rank == 0) std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
+    finalize_world(w);
+    return e.exit_code;
+  }
+  int code = 0;
+  try {
+    TrainResult r = run_training(w, a.opts);
+    code = r.success ? 0 : 3;
+  } catch (const UserError& e) {
+    // Other ranks may be waiting in a collective: end the whole job, never hang.
+    if (w.size > 1) abort_world(w, e.what(), e.exit_code);
+    std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
+    code = e.exit_code;
+  } catch (const std::exception& e) {
+    if (w.size > 1) abort_world(w, e.what(), 1);
+    std::fprintf(stderr, "mlperf-dist: internal error: %s\n", e.what());
+    code = 1;
+  }
+  finalize_world(w);
+  return code;
+}
+
+}  // namespace mlpd::cli

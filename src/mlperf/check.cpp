@@ -1,0 +1,358 @@
+#include "mlperf/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/check.h"
+#include "mlperf/keys.h"
+#include "mlperf/rules.h"
+
+namespace mlpd {
+namespace {
+
+using json = nlohmann::json;
+using namespace keys;
+
+constexpr const char* kToken = ":::MLLOG ";
+constexpr double kInitLimitMs = 20 * 60 * 1e3;  // 0.7.0 common.yaml: init_stop within 20 min
+
+struct Ev {
+  int line;
+  double time_ms;
+  std::string type, key;
+  json value, metadata;
+};
+
+// Keys every log must carry exactly once (0.7.0 common/closed_resnet, plus seed and opt_name).
+const char* const kExactlyOnce[] = {kSubmissionBenchmark, kSubmissionDivision, kSubmissionOrg,
+                                    kSubmissionPlatform,  kSubmissionStatus,   kInitStop,
+                                    kRunStart,            kRunStop,            kSeed,
+                                    kGlobalBatchSize,     kOptName,            kTrainSamples,
+                                    kEvalSamples};
+const char* const kAtLeastOnce[] = {kCacheClear, kInitStart, kEvalAccuracy};
+const char* const kOfficialBenchmarks[] = {"resnet", "ssd", "maskrcnn", "transformer",
+                                           "gnmt",   "minigo", "dlrm",   "bert"};
+
+const std::set<std::string> kStartKeys = {kInitStart, kRunStart, kEpochStart, kBlockStart, kEvalStart};
+const std::set<std::string> kStopKeys = {kInitStop, kRunStop, kEpochStop, kBlockStop, kEvalStop};
+
+std::string at(const Ev& e) { return "line " + std::to_string(e.line) + ": "; }
+
+std::string fmt(double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", x);
+  return b;
+}
+
+// Integer metadata field, or nullopt (absent or not an integer).
+std::optional<int64_t> meta_int(const Ev& e, const char* field) {
+  if (!e.metadata.contains(field)) return std::nullopt;
+  const auto& v = e.metadata.at(field);
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>()) return static_cast<int64_t>(v.get<double>());
+  return std::nullopt;
+}
+
+struct Checker {
+  explicit Checker(CheckReport& report) : r(report) {}
+  CheckReport& r;
+  void error(const std::string& s) { r.errors.push_back(s); }
+  void warn(const std::string& s) { r.warnings.push_back(s); }
+
+  // Ordering state (the 0.7.0 common + 0.7.0_warn state machine).
+  bool init_started = false, init_stopped = false, run_started = false, run_stopped = false;
+  double first_init_start = 0;
+  std::optional<int64_t> open_epoch, open_eval, open_block;
+  int64_t last_epoch = 0, last_covered = 0, last_eval = 0;
+  bool accuracy_printed = true, any_eval_start = false;
+  const Ev* run_start_ev = nullptr;
+  const Ev* run_stop_ev = nullptr;
+  const Ev* last_accuracy = nullptr;
+
+  void need_run(const Ev& e) {
+    if (!run_started) error(at(e) + e.key + " before run_start");
+    if (run_stopped) error(at(e) + e.key + " after run_stop");
+  }
+
+  void order(const Ev& e) {
+    const std::string& k = e.key;
+    if (k == kCacheClear) {
+      if (init_started) warn(at(e) + "cache_clear should come before init_start");
+      if (e.value != json(true)) warn(at(e) + "cache_clear value should be true");
+    } else if (k == kInitStart) {
+      if (init_stopped || run_started) error(at(e) + "init_start after init_stop/run_start");
+      if (!init_started) first_init_start = e.time_ms;
+      first_init_start = std::min(first_init_start, e.time_ms);
+      init_started = true;
+    } else if (k == kInitStop) {
+      if (!init_started) error(at(e) + "init_stop without init_start");
+      if (run_started) error(at(e) + "init_stop after run_start");
+      if (init_started && e.time_ms - first_init_start >= kInitLimitMs)
+        error(at(e) + "init took " + fmt((e.time_ms - first_init_start) / 1e3) + " s, over the limit of " +
+              fmt(kInitLimitMs / 1e3) + " s");
+      init_stopped = true;
+    } else if (k == kRunStart) {
+      if (!init_stopped) error(at(e) + "run_start before init_stop");
+      if (!run_start_ev) run_start_ev = &e;
+      run_started = true;
+    } else if (k == kRunStop) {
+      if (!run_started) error(at(e) + "run_stop before run_start");
+      if (open_eval) error(at(e) + "run_stop inside an evaluation (eval_start without eval_stop)");
+      if (!e.metadata.contains(kStatus)) {
+        error(at(e) + "run_stop without metadata status");
+      } else {
+        const auto& s = e.metadata.at(kStatus);
+        if (!s.is_string() || (s != kSuccess && s != kAborted))
+          error(at(e) + "run_stop status " + s.dump() + " is not success or aborted");
+      }
+      if (!run_stop_ev) run_stop_ev = &e;
+      run_stopped = true;
+    } else if (k == kEpochStart) {
+      need_run(e);
+      auto n = meta_int(e, kEpochNum);
+      if (!n) return error(at(e) + "epoch_start without integer metadata epoch_num");
+      if (open_epoch) error(at(e) + "epoch_start " + std::to_string(*n) + " inside epoch " + std::to_string(*open_epoch));
+      if (*n <= last_epoch)
+        error(at(e) + "epoch_num " + std::to_string(*n) + " does not increase (last " + std::to_string(last_epoch) + ")");
+      else if (*n != last_epoch + 1)
+        warn(at(e) + "epoch_num " + std::to_string(*n) + " skips from " + std::to_string(last_epoch));
+      open_epoch = *n;
+      last_epoch = std::max(last_epoch, *n);
+      last_covered = std::max(last_covered, *n);
+    } else if (k == kEpochStop) {
+      auto n = meta_int(e, kEpochNum);
+      if (!n) return error(at(e) + "epoch_stop without integer metadata epoch_num");
+      if (!open_epoch) return error(at(e) + "epoch_stop " + std::to_string(*n) + " without epoch_start");
+      if (*n != *open_epoch)
+        error(at(e) + "epoch_stop " + std::to_string(*n) + " does not match epoch_start " + std::to_string(*open_epoch));
+      open_epoch.reset();
+    } else if (k == kBlockStart) {
+      need_run(e);
+      auto first = meta_int(e, kFirstEpochNum), count = meta_int(e, kEpochCount);
+      if (!first || !count) return error(at(e) + "block_start needs integer metadata first_epoch_num and epoch_count");
+      if (*count <= 0) error(at(e) + "block_start epoch_count must be > 0");
+      if (open_block) error(at(e) + "block_start inside block " + std::to_string(*open_block));
+      open_block = *first;
+      accuracy_printed = true;
+      last_covered = std::max(last_covered, *first + *count - 1);
+    } else if (k == kBlockStop) {
+      auto first = meta_int(e, kFirstEpochNum);
+      if (!first) return error(at(e) + "block_stop without integer metadata first_epoch_num");
+      if (!open_block) return error(at(e) + "block_stop without block_start");
+      if (*first != *open_block)
+        error(at(e) + "block_stop first_epoch_num " + std::to_string(*first) + " does not match block_start " +
+              std::to_string(*open_block));
+      if (!accuracy_printed) error(at(e) + "block_stop before the eval_accuracy of its evaluation");
+      open_block.reset();
+    } else if (k == kEvalStart) {
+      need_run(e);
+      auto n = meta_int(e, kEpochNum);
+      if (!n) return error(at(e) + "eval_start without integer metadata epoch_num");
+      if (open_eval) error(at(e) + "eval_start inside evaluation " + std::to_string(*open_eval));
+      if (!accuracy_printed) error(at(e) + "eval_start before the previous evaluation logged eval_accuracy");
+      if (*n <= last_eval && any_eval_start)
+        error(at(e) + "eval epoch_num " + std::to_string(*n) + " does not increase (last " + std::to_string(last_eval) + ")");
+      if (*n > last_covered)
+        error(at(e) + "eval_start epoch_num " + std::to_string(*n) + " is after the last epoch trained (" +
+              std::to_string(last_covered) + ")");
+      open_eval = *n;
+      last_eval = *n;
+      any_eval_start = true;
+      accuracy_printed = false;
+    } else if (k == kEvalStop) {
+      auto n = meta_int(e, kEpochNum);
+      if (!n) return error(at(e) + "eval_stop without integer metadata epoch_num");
+      if (!open_eval) return error(at(e) + "eval_stop " + std::to_string(*n) + " without eval_start");
+      if (*n != *open_eval)
+        error(at(e) + "eval_stop " + std::to_string(*n) + " does not match eval_start " + std::to_string(*open_eval));
+      open_eval.reset();
+    } else if (k == kEvalAccuracy) {
+      auto n = meta_int(e, kEpochNum);
+      if (!n) return error(at(e) + "eval_accuracy without integer metadata epoch_num");
+      if (!e.value.is_number() || e.value.is_boolean()) return error(at(e) + "eval_accuracy value is not a number");
+      if (!run_started || run_stopped) error(at(e) + "eval_accuracy outside run_start..run_stop");
+      if (any_eval_start && *n != last_eval)
+        error(at(e) + "eval_accuracy epoch_num " + std::to_string(*n) + " does not match eval_start " +
+              std::to_string(last_eval));
+      accuracy_printed = true;
+      last_accuracy = &e;
+    }
+  }
+};
+
+bool parse_line(const std::string& text, int lineno, std::vector<Ev>& out, CheckReport& r) {
+  size_t p = text.rfind(kToken);  // like the official parser: anything before the last token is dropped
+  if (p == std::string::npos) return false;
+  std::string body = text.substr(p + std::string(kToken).size());
+  std::string where = "line " + std::to_string(lineno) + ": ";
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    r.errors.push_back(where + "malformed MLLOG JSON (" + e.what() + ")");
+    return true;
+  }
+  if (!j.is_object()) return r.errors.push_back(where + "MLLOG line is not a JSON object"), true;
+  for (const char* f : {"namespace", "time_ms", "event_type", "key", "value", "metadata"})
+    if (!j.contains(f)) return r.errors.push_back(where + "MLLOG line has no field '" + f + "'"), true;
+  if (!j["time_ms"].is_number() || j["time_ms"].is_boolean())
+    return r.errors.push_back(where + "time_ms is not a number"), true;
+  if (!j["key"].is_string()) return r.errors.push_back(where + "key is not a string"), true;
+  if (!j["event_type"].is_string()) return r.errors.push_back(where + "event_type is not a string"), true;
+  if (!j["metadata"].is_object()) return r.errors.push_back(where + "metadata is not an object"), true;
+  Ev e{lineno, j["time_ms"].get<double>(), j["event_type"].get<std::string>(), j["key"].get<std::string>(),
+       j["value"], j["metadata"]};
+  std::string want = kStartKeys.count(e.key) ? kIntervalStart : kStopKeys.count(e.key) ? kIntervalEnd : kPointInTime;
+  if (e.type != kPointInTime && e.type != kIntervalStart && e.type != kIntervalEnd)
+    r.errors.push_back(where + "unknown event_type '" + e.type + "'");
+  else if (e.type != want)
+    r.errors.push_back(where + e.key + " has event_type " + e.type + ", expected " + want);
+  out.push_back(std::move(e));
+  return true;
+}
+
+}  // namespace
+
+CheckReport check_result_file(const std::string& path) {
+  CheckReport r;
+  std::ifstream in(path);
+  if (!in) {
+    r.errors.push_back("cannot open " + path);
+    r.summary = path + ": FAILED (cannot open)";
+    return r;
+  }
+  std::vector<Ev> evs;
+  std::string text;
+  for (int lineno = 1; std::getline(in, text); ++lineno) parse_line(text, lineno, evs, r);
+  if (evs.empty()) r.errors.push_back("no :::MLLOG lines");
+
+  // ---- occurrences ----
+  std::map<std::string, std::vector<const Ev*>> by_key;
+  for (const auto& e : evs) by_key[e.key].push_back(&e);
+  auto count = [&](const std::string& k) { return by_key.count(k) ? by_key[k].size() : size_t{0}; };
+  auto first = [&](const std::string& k) -> const Ev* { return count(k) ? by_key[k].front() : nullptr; };
+  auto exactly_once = [&](const std::string& k) {
+    size_t n = count(k);
+    if (n == 0) r.errors.push_back("missing " + k + " (required exactly once)");
+    if (n > 1) {
+      std::string lines;
+      for (const Ev* e : by_key[k]) lines += (lines.empty() ? "" : ", ") + std::to_string(e->line);
+      r.errors.push_back(k + " logged " + std::to_string(n) + " times (lines " + lines + "), required exactly once");
+    }
+  };
+  for (const char* k : kExactlyOnce) exactly_once(k);
+  for (const char* k : kAtLeastOnce)
+    if (!count(k)) r.errors.push_back("missing " + std::string(k) + " (required at least once)");
+  if (!count(kEpochStart) && !count(kBlockStart)) r.errors.push_back("missing epoch_start or block_start");
+  if (!count(kEpochStop) && !count(kBlockStop)) r.errors.push_back("missing epoch_stop or block_stop");
+  if (!count(kEvalStart) && !count(kBlockStart)) r.errors.push_back("missing eval_start (or block_start)");
+  if (!count(kEvalStop) && !count(kBlockStop)) r.errors.push_back("missing eval_stop (or block_stop)");
+
+  // ---- submission values ----
+  auto str_of = [&](const char* k) -> std::string {
+    const Ev* e = first(k);
+    return e && e->value.is_string() ? e->value.get<std::string>() : std::string();
+  };
+  for (const char* k : {kSubmissionOrg, kSubmissionPlatform})
+    if (const Ev* e = first(k); e && (!e->value.is_string() || str_of(k).empty()))
+      r.errors.push_back(at(*e) + k + " must be a non-empty string");
+  r.division = str_of(kSubmissionDivision);
+  if (const Ev* e = first(kSubmissionDivision); e && r.division != kClosed && r.division != kOpen)
+    r.errors.push_back(at(*e) + "submission_division " + e->value.dump() + " is not closed or open");
+  if (const Ev* e = first(kSubmissionStatus)) {
+    std::string s = str_of(kSubmissionStatus);
+    if (s != "cloud" && s != "onprem" && s != "preview" && s != "research")
+      r.errors.push_back(at(*e) + "submission_status " + e->value.dump() + " is not cloud, onprem, preview or research");
+  }
+  r.benchmark = str_of(kSubmissionBenchmark);
+  r.scale = "reference";
+  if (const Ev* e = first(kSubmissionBenchmark)) {
+    if (e->metadata.contains(kScale)) {
+      const auto& s = e->metadata.at(kScale);
+      r.scale = s.is_string() ? s.get<std::string>() : s.dump();
+    }
+    if (r.scale != "mini" && r.scale != "reference")
+      r.errors.push_back(at(*e) + "metadata scale '" + r.scale + "' is not mini or reference");
+    if (std::find(std::begin(kOfficialBenchmarks), std::end(kOfficialBenchmarks), r.benchmark) ==
+        std::end(kOfficialBenchmarks))
+      r.warnings.push_back(at(*e) + "benchmark '" + r.benchmark +
+                           "' is not a training 0.7.0 benchmark: the official checker rejects it");
+  }
+  const BenchmarkTarget* target = nullptr;
+  try {
+    if (!r.benchmark.empty()) target = &benchmark_target(r.benchmark, r.scale);
+  } catch (const UserError& e) {
+    r.errors.push_back(e.what());
+  }
+
+  // ---- order ----
+  Checker c(r);
+  for (const auto& e : evs) c.order(e);
+  for (size_t i = 1; i < evs.size(); ++i)
+    if (evs[i].time_ms < evs[i - 1].time_ms) {
+      r.warnings.push_back(at(evs[i]) + "time_ms goes backwards");
+      break;
+    }
+
+  // ---- dataset sizes ----
+  if (target) {
+    for (auto [k, want] : {std::pair{kTrainSamples, target->train_samples}, std::pair{kEvalSamples, target->eval_samples}})
+      if (const Ev* e = first(k); e && !(e->value.is_number_integer() && e->value.get<int64_t>() == want))
+        r.errors.push_back(at(*e) + k + " = " + e->value.dump() + ", expected " + std::to_string(want) + " for " +
+                           r.benchmark + " at scale " + r.scale);
+  }
+
+  // ---- result ----
+  if (c.last_accuracy) r.final_accuracy = c.last_accuracy->value.get<double>();
+  if (c.run_start_ev && c.run_stop_ev) r.run_seconds = (c.run_stop_ev->time_ms - c.run_start_ev->time_ms) / 1e3;
+  if (c.run_stop_ev && c.run_stop_ev->metadata.contains(kStatus) && c.run_stop_ev->metadata.at(kStatus).is_string())
+    r.status = c.run_stop_ev->metadata.at(kStatus).get<std::string>();
+  if (r.final_accuracy && (*r.final_accuracy < 0 || *r.final_accuracy >= 1))
+    r.errors.push_back(at(*c.last_accuracy) + "eval_accuracy " + fmt(*r.final_accuracy) + " is outside [0, 1)");
+  bool reached = target && r.final_accuracy && *r.final_accuracy >= target->target;
+  if (r.status == kSuccess && target) {
+    if (!r.final_accuracy)
+      r.errors.push_back(at(*c.run_stop_ev) + "run_stop status success but no eval_accuracy logged");
+    else if (!reached)
+      r.errors.push_back(at(*c.run_stop_ev) + "run_stop status success but the last eval_accuracy " +
+                         fmt(*r.final_accuracy) + " is below the target " + fmt(target->target) + " (" +
+                         r.benchmark + ", " + r.scale + ")");
+  }
+  if (r.status == kAborted) {
+    r.warnings.push_back("run aborted: not a converged result");
+    if (reached) r.warnings.push_back("run aborted although the last eval_accuracy reached the target");
+  }
+
+  // ---- closed division: the hyperparameters ----
+  if (r.division == kClosed && !r.benchmark.empty() && (r.scale == "mini" || r.scale == "reference")) {
+    for (const auto& k : required_log_keys(r.benchmark, str_of(kOptName))) exactly_once(k);
+    json logged = json::object();
+    for (const auto& e : evs)
+      if (e.type == kPointInTime && !logged.contains(e.key)) logged[e.key] = e.value;
+    for (const auto& v : check_rules(r.benchmark, r.scale, logged)) {
+      const Ev* e = first(v.key);
+      r.errors.push_back((e ? at(*e) : std::string()) + v.message);
+    }
+  }
+
+  r.ok = r.errors.empty();
+  r.converged = r.ok && r.status == kSuccess && reached;
+  std::string s = path + ": " + (r.benchmark.empty() ? "?" : r.benchmark) + " " + r.scale + " " +
+                  (r.division.empty() ? "?" : r.division) + ", status " + (r.status.empty() ? "?" : r.status);
+  if (r.final_accuracy) {
+    s += ", eval_accuracy " + fmt(*r.final_accuracy);
+    if (target) s += std::string(reached ? " >= " : " < ") + "target " + fmt(target->target);
+  }
+  if (r.run_seconds) s += ", run " + fmt(*r.run_seconds) + " s";
+  s += std::string(r.ok ? ": PASSED" : ": FAILED") + " (" + std::to_string(r.errors.size()) + " errors, " +
+       std::to_string(r.warnings.size()) + " warnings)";
+  r.summary = s;
+  return r;
+}
+
+}  // namespace mlpd

@@ -1,0 +1,30 @@
+// Our own result-log checker: the MLPerf training 0.7.0 compliance rules (common, closed/open,
+// resnet and its sgd/lars files, plus the stricter ordering rules of 0.7.0_warn) applied with the
+// quality target and dataset sizes of the logged scale, and the hyperparameter rules table.
+//
+// The scale is read from the extra metadata field "scale" of the submission_benchmark event
+// ("reference" when absent). Hyperparameter rules (rules.h) and the closed-division key lists apply
+// to the closed division only.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlpd {
+
+struct CheckReport {
+  bool ok = false;                    // no errors (warnings allowed)
+  std::vector<std::string> errors;    // "line 12: ..." where a line is to blame
+  std::vector<std::string> warnings;
+  std::string summary;                // one line: what ran, the result, the verdict
+
+  // What the log says (empty/absent when it does not say it).
+  std::string benchmark, scale, division, status;
+  std::optional<double> final_accuracy;  // the last eval_accuracy
+  std::optional<double> run_seconds;     // run_stop - run_start: the timed region
+  bool converged = false;                // ok, status success and the target reached
+};
+
+CheckReport check_result_file(const std::string& path);
+
+}  // namespace mlpd

@@ -1,0 +1,71 @@
+// MLPerf result log: `:::MLLOG {json}` lines, one per event, in the format of mlperf_logging.mllog
+// (keys in this order: namespace, time_ms, event_type, key, value, metadata{file, lineno, ...}).
+//
+// The log is written to a temporary file in results/<system>/<benchmark>/ and, when closed, given
+// the final name result_<N>.txt with N the smallest free number. The final name is claimed with an
+// atomic no-replace rename (renameat2 RENAME_NOREPLACE, falling back to link()), so an existing
+// result is never overwritten, even by a concurrent writer choosing the same N.
+//
+// Every line is flushed as it is written (a crashed process loses no line). close_mllog() also
+// fsyncs the file and the directory. If an MlLog is destroyed without close_mllog() (an exception
+// path), the destructor does the same renaming: nothing is lost, and the incomplete log (no
+// run_stop) is kept as evidence; `check` rejects it, so it is never counted as a result.
+//
+// A disabled MlLog (ranks other than 0, or logging off) makes every call a no-op.
+// Not thread-safe: log from one thread.
+#pragma once
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <source_location>
+#include <string>
+#include <string_view>
+
+namespace mlpd {
+
+struct MlLog {
+  FILE* file = nullptr;      // null when disabled or closed
+  bool echo_stdout = false;  // also print every line to stdout
+  std::string dir;           // results_dir/system/benchmark
+  std::string tmp_path;      // where lines go until close
+  std::string final_path;    // set by close
+
+  MlLog() = default;
+  MlLog(const MlLog&) = delete;
+  MlLog& operator=(const MlLog&) = delete;
+  MlLog(MlLog&& o) noexcept;
+  MlLog& operator=(MlLog&& o) noexcept;
+  ~MlLog();  // renames to result_<N>.txt if still open (see above); never throws
+
+  bool enabled() const { return file != nullptr; }
+};
+
+// enabled=false gives a no-op logger (and touches no file). Otherwise creates
+// results_dir/system/benchmark/ and the temporary file; a failure is a UserError.
+MlLog open_mllog(bool enabled, const std::string& results_dir, const std::string& system,
+                 const std::string& benchmark, bool echo_stdout);
+
+// A POINT_IN_TIME event. metadata must be an object or null; file and lineno are added.
+void mllog_event(MlLog& log, std::string_view key, const nlohmann::json& value,
+                 nlohmann::json metadata = {},
+                 std::source_location loc = std::source_location::current());
+// INTERVAL_START / INTERVAL_END events (value is usually null).
+void mllog_start(MlLog& log, std::string_view key, const nlohmann::json& value = nullptr,
+                 nlohmann::json metadata = {},
+                 std::source_location loc = std::source_location::current());
+void mllog_end(MlLog& log, std::string_view key, const nlohmann::json& value = nullptr,
+               nlohmann::json metadata = {},
+               std::source_location loc = std::source_location::current());
+
+// Flushes, fsyncs, renames to result_<N>.txt; returns the final path ("" for a disabled or
+// already closed log). Failure is a UserError (the temporary file is then left in place).
+std::string close_mllog(MlLog& log);
+
+// The line as written (without newline), exposed for tests and for the stdout echo.
+std::string format_mllog_line(int64_t time_ms, std::string_view event_type, std::string_view key,
+                              const nlohmann::json& value, const nlohmann::json& metadata,
+                              const std::source_location& loc);
+
+// "src/train/loop.cpp" for a source file of this repository, else the basename.
+std::string short_source_path(const char* file_name);
+
+}  // namespace mlpd

@@ -1,0 +1,27 @@
+#include "train/lr_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mlpd {
+
+double lr_at(const LrSchedule& s, int64_t step) {
+  const double spe = static_cast<double>(std::max<int64_t>(1, s.steps_per_epoch));
+  const double warmup_steps = s.warmup_epochs * spe;
+  const double t = static_cast<double>(step);
+  // Warmup from base_lr/warmup_steps up to base_lr (never exactly 0 on the first step).
+  if (warmup_steps > 0 && t < warmup_steps) return s.base_lr * (t + 1.0) / warmup_steps;
+  if (s.decay == "step") {
+    double lr = s.base_lr;
+    for (double b : s.boundary_epochs)
+      if (t >= b * spe) lr *= s.factor;
+    return lr;
+  }
+  const double total = std::max(1.0, s.decay_epochs * spe - warmup_steps);
+  const double progress = std::clamp((t - warmup_steps) / total, 0.0, 1.0);
+  if (s.decay == "poly") return s.end_lr + (s.base_lr - s.end_lr) * std::pow(1.0 - progress, s.poly_power);
+  // cosine
+  return s.end_lr + 0.5 * (s.base_lr - s.end_lr) * (1.0 + std::cos(M_PI * progress));
+}
+
+}  // namespace mlpd

@@ -1,0 +1,258 @@
+#include "train/trainer.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "comm/collectives.h"
+#include "core/check.h"
+#include "core/fpu.h"
+#include "mlperf/config.h"
+#include "mlperf/keys.h"
+#include "mlperf/mllog.h"
+#include "mlperf/rules.h"
+#include "train/hyperparams.h"
+#include "train/step.h"
+#include "workloads/workload.h"
+
+namespace mlpd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Writes `bytes` to `path` through a temporary file and a rename: never a half-written file.
+void write_file_atomically(const std::string& path, const void* bytes, size_t n) {
+  std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw UserError("cannot write " + tmp);
+    f.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(n));
+    if (!f) throw UserError("write failed: " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void log_submission(MlLog& log, const TrainOptions& opts, const World& w, bool open_division) {
+  mllog_event(log, keys::kSubmissionBenchmark, opts.benchmark, {{keys::kScale, opts.scale}});
+  mllog_event(log, keys::kSubmissionDivision, open_division ? keys::kOpen : keys::kClosed);
+  mllog_event(log, keys::kSubmissionOrg, "mlperf-dist");
+  mllog_event(log, keys::kSubmissionPlatform,
+              std::to_string(w.nodes) + "x" + w.hostname + " (" + std::to_string(w.size) + " ranks, CPU)");
+  mllog_event(log, keys::kSubmissionStatus, "onprem");
+  mllog_event(log, keys::kSubmissionPocName, "mlperf-dist");
+  mllog_event(log, keys::kSubmissionPocEmail, "mlperf-dist@localhost");
+}
+
+}  // namespace
+
+StepOutcome train_one_step(const World& w, Workload& wl, Optimizer& opt, float lr, int epoch, int64_t batch) {
+  std::fill(wl.store.grads.begin(), wl.store.grads.end(), 0.0f);
+  TrainStepStats st = wl.train_step(epoch, batch);
+  StepOutcome o;
+  o.comm_seconds = allreduce_gradients(w, wl.store);
+  optimizer_step(opt, wl.store, lr);
+  // The global mean loss: exact and identical on every rank (so every rank agrees to stop on NaN).
+  double loss_and_count[2] = {st.loss_sum, static_cast<double>(st.samples)};
+  allreduce_sum_doubles(w, loss_and_count, 2);
+  o.loss = loss_and_count[0] / loss_and_count[1];
+  o.samples = static_cast<int64_t>(loss_and_count[1]);
+  return o;
+}
+
+nlohmann::json resolve_train_config(const TrainOptions& opts) {
+  nlohmann::json cfg = resolve_config(workload_defaults_yaml(opts.benchmark, opts.scale), opts.config_file, opts.sets);
+  enforce_rules(opts.benchmark, opts.scale, cfg);
+  make_hyperparams(cfg, 1);  // our own keys (lr_decay) are validated here too, before any work
+  return cfg;
+}
+
+TrainResult run_training(World& w, const TrainOptions& opts) {
+  enable_flush_denormals();
+  const bool rank0 = w.rank == 0;
+  const auto init_clock = Clock::now();
+  nlohmann::json cfg = resolve_train_config(opts);
+  const bool open_division = opts.test_target > 0.0;
+  const double target = open_division ? opts.test_target : quality_target(opts.benchmark, opts.scale);
+  const int max_epochs = cfg.at("max_epochs").get<int>();
+  const uint64_t seed = cfg.at("seed").get<uint64_t>();
+  if (max_epochs <= 0) throw UserError("max_epochs must be positive", 2);
+
+  if (rank0) {
+    std::printf("mlperf-dist train: benchmark %s, scale %s, %d rank(s) on %d node(s)\n", opts.benchmark.c_str(),
+                opts.scale.c_str(), w.size, w.nodes);
+    std::printf("resolved config:\n%s", format_config(cfg).c_str());
+    std::printf("flush-to-zero and denormals-are-zero: %s on every computing thread\n",
+                denormals_flushed() ? "on" : "NOT available");
+    std::fflush(stdout);
+  }
+
+  MlLog log = open_mllog(rank0, opts.results_dir, opts.system, opts.benchmark, true);
+  log_submission(log, opts, w, open_division);
+  mllog_event(log, keys::kCacheClear, true);
+  mllog_start(log, keys::kInitStart);
+
+  WorkloadContext ctx{w.rank, w.size, opts.data_dir};
+  std::unique_ptr<Workload> wl = make_workload(opts.benchmark, opts.scale, cfg, ctx);
+  wl->init_parameters(seed);
+  broadcast_parameters(w, wl->store);
+  Hyperparams hp = make_hyperparams(cfg, wl->batches_per_epoch);
+  init_optimizer(hp.optimizer, wl->store);
+
+  mllog_event(log, keys::kSeed, seed);
+  mllog_event(log, keys::kGlobalBatchSize, wl->global_batch);
+  mllog_event(log, keys::kTrainSamples, wl->train_samples);
+  mllog_event(log, keys::kEvalSamples, wl->eval_samples);
+  mllog_event(log, keys::kModelBnSpan, wl->bn_span);
+  for (const auto& [k, v] : hp.mllog_entries) mllog_event(log, k, v);
+  if (rank0) {
+    std::printf("model: %s\n", wl->model_summary.c_str());
+    std::printf("data: %lld train / %lld eval samples, %lld steps per epoch, bn span %lld, target %s %.4f%s\n",
+                static_cast<long long>(wl->train_samples), static_cast<long long>(wl->eval_samples),
+                static_cast<long long>(wl->batches_per_epoch), static_cast<long long>(wl->bn_span),
+                wl->metric_name.c_str(), target, open_division ? " (test target: division open)" : "");
+    std::printf("init: %.2f s\n", seconds_since(init_clock));
+    std::fflush(stdout);
+  }
+  barrier(w);
+  mllog_end(log, keys::kInitStop);
+
+  std::FILE* loss_log = nullptr;
+  if (rank0 && !opts.loss_log.empty()) {
+    loss_log = std::fopen(opts.loss_log.c_str(), "w");
+    if (!loss_log) throw UserError("cannot write the loss log " + opts.loss_log);
+  }
+
+  // ---- the timed region: run_start .. run_stop ----
+  barrier(w);
+  mllog_start(log, keys::kRunStart);
+  const auto run_clock = Clock::now();
+  TrainResult r;
+  r.status = keys::kAborted;
+  double step_seconds = 0.0, comm_seconds = 0.0;
+  int64_t samples_trained = 0;
+  int64_t step = 0;
+  bool stop = false;
+  auto last_print = Clock::now();
+  double window_loss = 0.0, window_seconds = 0.0;
+  int64_t window_steps = 0, window_samples = 0;
+
+  for (int epoch = 1; epoch <= max_epochs && !stop; ++epoch) {
+    const bool block_begins = (epoch - 1) % wl->eval_every_epochs == 0;
+    if (block_begins)
+      mllog_start(log, keys::kBlockStart, nullptr,
+                  {{keys::kFirstEpochNum, epoch}, {keys::kEpochCount, wl->eval_every_epochs}});
+    mllog_start(log, keys::kEpochStart, nullptr, {{keys::kEpochNum, epoch}});
+    for (int64_t b = 0; b < wl->batches_per_epoch; ++b) {
+      const auto t0 = Clock::now();
+      const float lr = static_cast<float>(lr_at(hp.schedule, step));
+      StepOutcome so = train_one_step(w, *wl, hp.optimizer, lr, epoch - 1, b);
+      const double loss = so.loss;
+      const double comm = so.comm_seconds;
+      const double dt = seconds_since(t0);
+      ++step;
+      step_seconds += dt;
+      comm_seconds += comm;
+      samples_trained += so.samples;
+      window_loss += loss;
+      window_seconds += dt;
+      ++window_steps;
+      window_samples += so.samples;
+      if (loss_log) std::fprintf(loss_log, "%lld %a\n", static_cast<long long>(step), loss);
+      if (!std::isfinite(loss)) {
+        if (rank0) std::fprintf(stderr, "loss is not finite at step %lld: aborting the run\n", static_cast<long long>(step));
+        stop = true;
+        break;
+      }
+      if (rank0 && (seconds_since(last_print) >= opts.progress_seconds || b + 1 == wl->batches_per_epoch)) {
+        std::printf("epoch %d step %lld/%lld | loss %.4f | lr %.4g | %.0f ms | %.0f img/s\n", epoch,
+                    static_cast<long long>(b + 1), static_cast<long long>(wl->batches_per_epoch),
+                    window_loss / static_cast<double>(window_steps), lr,
+                    1000.0 * window_seconds / static_cast<double>(window_steps),
+                    static_cast<double>(window_samples) / window_seconds);
+        std::fflush(stdout);
+        last_print = Clock::now();
+        window_loss = window_seconds = 0.0;
+        window_steps = window_samples = 0;
+      }
+      if (opts.max_steps > 0 && step >= opts.max_steps) {
+        stop = true;
+        break;
+      }
+    }
+    mllog_end(log, keys::kEpochStop, nullptr, {{keys::kEpochNum, epoch}});
+    r.epochs = epoch;
+    const bool block_ends = epoch % wl->eval_every_epochs == 0 || epoch == max_epochs || stop;
+    if (block_ends) {
+      mllog_start(log, keys::kEvalStart, nullptr, {{keys::kEpochNum, epoch}});
+      const auto te = Clock::now();
+      EvalCounts c = wl->evaluate();
+      double counts[2] = {c.numerator, c.denominator};
+      allreduce_sum_doubles(w, counts, 2);
+      r.final_metric = counts[0] / counts[1];
+      mllog_event(log, keys::kEvalAccuracy, r.final_metric, {{keys::kEpochNum, epoch}});
+      mllog_end(log, keys::kEvalStop, nullptr, {{keys::kEpochNum, epoch}});
+      if (rank0) {
+        std::printf("eval epoch %d | %s %.4f (target %.4f) | %.0f samples in %.1f s\n", epoch, wl->metric_name.c_str(),
+                    r.final_metric, target, counts[1], seconds_since(te));
+        std::fflush(stdout);
+      }
+      if (r.final_metric >= target) {
+        r.success = true;
+        stop = true;
+      }
+    }
+    if (block_ends)
+      mllog_end(log, keys::kBlockStop, nullptr,
+                {{keys::kFirstEpochNum, epoch - (epoch - 1) % wl->eval_every_epochs}});
+  }
+  r.status = r.success ? keys::kSuccess : keys::kAborted;
+  mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, r.status}});
+  r.time_to_train_s = seconds_since(run_clock);
+  r.steps = step;
+  r.throughput = step_seconds > 0 ? static_cast<double>(samples_trained) / step_seconds : 0.0;
+  r.comm_share = step_seconds > 0 ? comm_seconds / step_seconds : 0.0;
+  r.mean_step_ms = step > 0 ? 1000.0 * step_seconds / static_cast<double>(step) : 0.0;
+  if (loss_log) std::fclose(loss_log);
+  r.result_path = close_mllog(log);
+  if (rank0 && !opts.dump_params.empty())
+    write_file_atomically(opts.dump_params, wl->store.params.data(), wl->store.params.size() * sizeof(float));
+  if (rank0) {
+    std::printf("%s", format_summary(opts, w, cfg, r).c_str());
+    std::fflush(stdout);
+  }
+  return r;
+}
+
+std::string format_summary(const TrainOptions& opts, const World& w, const nlohmann::json& cfg, const TrainResult& r) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "==== result ====\n"
+                "benchmark: %s\n"
+                "scale: %s\n"
+                "ranks: %d (%d node(s))\n"
+                "global batch: %lld\n"
+                "status: %s\n"
+                "time to train: %.1f s (run_start to run_stop)\n"
+                "epochs: %d (%lld steps, %.1f ms per step)\n"
+                "final metric: %.4f\n"
+                "throughput: %.0f samples/s\n"
+                "communication: %.1f%% of step time\n"
+                "result log: %s\n",
+                opts.benchmark.c_str(), opts.scale.c_str(), w.size, w.nodes,
+                static_cast<long long>(cfg.at("global_batch_size").get<int64_t>()), r.status.c_str(), r.time_to_train_s,
+                r.epochs, static_cast<long long>(r.steps), r.mean_step_ms, r.final_metric, r.throughput,
+                100.0 * r.comm_share, r.result_path.empty() ? "(none)" : r.result_path.c_str());
+  return buf;
+}
+
+}  // namespace mlpd

@@ -1,0 +1,215 @@
+#include <gtest/gtest.h>
+
+#include "log_fixture.h"
+#include "mlperf/check.h"
+#include "mlperf/keys.h"
+
+namespace mlpd {
+namespace {
+
+using namespace mlpd::testing;
+using namespace mlpd::keys;
+
+std::string all(const CheckReport& r) {
+  std::string s = r.summary + "\n";
+  for (const auto& e : r.errors) s += "  error: " + e + "\n";
+  for (const auto& w : r.warnings) s += "  warning: " + w + "\n";
+  return s;
+}
+
+bool has_error(const CheckReport& r, const std::string& part) {
+  for (const auto& e : r.errors)
+    if (e.find(part) != std::string::npos) return true;
+  return false;
+}
+
+LogSpec mini_spec() {
+  LogSpec s;
+  s.scale = "mini";
+  s.opt = kSgd;
+  s.train_samples = 60000;
+  s.eval_samples = 10000;
+  s.global_batch_size = 128;
+  s.final_accuracy = 0.91;
+  return s;
+}
+
+// Fails (never skips) when the official checker is missing.
+void require_official_checker() {
+  ASSERT_TRUE(official_checker_installed())
+      << "the MLCommons compliance checker is not importable: pip install mlperf-logging";
+}
+
+TEST(Check, api_written_mini_log_passes) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  CheckReport r = check_result_file(path);
+  EXPECT_TRUE(r.ok) << all(r);
+  EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.benchmark, "resnet");
+  EXPECT_EQ(r.scale, "mini");
+  EXPECT_EQ(r.division, "closed");
+  EXPECT_EQ(r.status, "success");
+  ASSERT_TRUE(r.final_accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*r.final_accuracy, 0.91);
+  ASSERT_TRUE(r.run_seconds.has_value());
+  EXPECT_GE(*r.run_seconds, 0.0);
+  EXPECT_NE(r.summary.find("PASSED"), std::string::npos) << r.summary;
+}
+
+TEST(Check, reference_lars_closed_log_passes_ours_and_the_official_checker) {
+  require_official_checker();
+  std::string path = write_log(scratch_dir(), LogSpec{});
+  CheckReport r = check_result_file(path);
+  EXPECT_TRUE(r.ok) << all(r);
+  EXPECT_TRUE(r.converged);
+  auto off = run_official_checker(path);
+  EXPECT_EQ(off.status, 0) << off.output;
+  EXPECT_NE(off.output.find("SUCCESS"), std::string::npos) << off.output;
+}
+
+TEST(Check, reference_sgd_closed_and_open_logs_pass_the_official_checker) {
+  require_official_checker();
+  std::string dir = scratch_dir();
+  LogSpec sgd;
+  sgd.opt = kSgd;
+  LogSpec open;
+  open.division = kOpen;
+  open.opt = "adam";  // the open division constrains no hyperparameter
+  for (const LogSpec& s : {sgd, open}) {
+    std::string path = write_log(dir, s);
+    CheckReport r = check_result_file(path);
+    EXPECT_TRUE(r.ok) << all(r);
+    auto off = run_official_checker(path);
+    EXPECT_EQ(off.status, 0) << s.division << " " << s.opt << "\n" << off.output;
+  }
+}
+
+TEST(Check, a_rule_violation_fails_ours_and_the_official_checker) {
+  require_official_checker();
+  LogSpec s;
+  s.hyper = {{kLarsOptEndLearningRate, 0.0002}};
+  std::string path = write_log(scratch_dir(), s);
+  CheckReport r = check_result_file(path);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "rule resnet.lars_end_lr_1e-4: lars_opt_end_learning_rate = 0.0002")) << all(r);
+  auto off = run_official_checker(path);
+  EXPECT_NE(off.status, 0) << off.output;
+}
+
+TEST(Check, closed_log_missing_an_optimizer_key_fails) {
+  LogSpec s = mini_spec();
+  std::string path = write_log(scratch_dir(), s);
+  edit_log(path, [](json& j) {
+    if (j["key"] == kSgdOptMomentum) j = json::object();
+  });
+  CheckReport r = check_result_file(path);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "missing sgd_opt_momentum")) << all(r);
+}
+
+TEST(Check, missing_run_stop_fails) {
+  LogSpec s = mini_spec();
+  s.run_stop = false;
+  CheckReport r = check_result_file(write_log(scratch_dir(), s));
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "missing run_stop")) << all(r);
+}
+
+TEST(Check, duplicated_run_start_fails) {
+  LogSpec s = mini_spec();
+  s.duplicate_run_start = true;
+  CheckReport r = check_result_file(write_log(scratch_dir(), s));
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "run_start logged 2 times")) << all(r);
+}
+
+TEST(Check, success_below_target_fails) {
+  LogSpec s = mini_spec();
+  s.final_accuracy = 0.89;
+  CheckReport r = check_result_file(write_log(scratch_dir(), s));
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.converged);
+  EXPECT_TRUE(has_error(r, "below the target 0.9")) << all(r);
+  // The same accuracy is fine for a run that says it was aborted: not converged, but a valid log.
+  s.status = kAborted;
+  r = check_result_file(write_log(scratch_dir(), s));
+  EXPECT_TRUE(r.ok) << all(r);
+  EXPECT_FALSE(r.converged);
+}
+
+TEST(Check, reference_target_applies_without_scale_metadata) {
+  LogSpec s;
+  s.final_accuracy = 0.75;  // would pass at mini, not at reference
+  std::string path = write_log(scratch_dir(), s);
+  edit_log(path, [](json& j) {
+    if (j["key"] == kSubmissionBenchmark) j["metadata"].erase(kScale);
+  });
+  CheckReport r = check_result_file(path);
+  EXPECT_EQ(r.scale, "reference");
+  EXPECT_TRUE(has_error(r, "below the target 0.759")) << all(r);
+}
+
+TEST(Check, wrong_dataset_size_for_the_scale_fails) {
+  LogSpec s = mini_spec();
+  s.train_samples = 1281167;
+  CheckReport r = check_result_file(write_log(scratch_dir(), s));
+  EXPECT_TRUE(has_error(r, "train_samples = 1281167, expected 60000")) << all(r);
+}
+
+TEST(Check, malformed_json_is_reported_with_its_line) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  std::string text = read_text(path);
+  std::ofstream(path) << "some stdout noise\n:::MLLOG {\"key\": broken\n" << text;
+  CheckReport r = check_result_file(path);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "line 2: malformed MLLOG JSON")) << all(r);
+}
+
+TEST(Check, init_over_20_minutes_fails) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  edit_log(path, [](json& j) {
+    if (j["key"] == kInitStart || j["key"] == kCacheClear || std::string(j["key"]).rfind("submission_", 0) == 0)
+      j["time_ms"] = j["time_ms"].get<int64_t>() - 21 * 60 * 1000;
+  });
+  CheckReport r = check_result_file(path);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "over the limit")) << all(r);
+}
+
+TEST(Check, mismatched_epoch_and_eval_pairs_fail) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  edit_log(path, [](json& j) {
+    if (j["key"] == kEpochStop && j["metadata"][kEpochNum] == 2) j["metadata"][kEpochNum] = 3;
+    if (j["key"] == kEvalStop && j["metadata"][kEpochNum] == 4) j["metadata"].erase(kEpochNum);
+  });
+  CheckReport r = check_result_file(path);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "epoch_stop 3 does not match epoch_start 2")) << all(r);
+  EXPECT_TRUE(has_error(r, "eval_stop without integer metadata epoch_num")) << all(r);
+}
+
+TEST(Check, events_out_of_order_fail) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  // Move run_start before init_stop by swapping their keys and event types.
+  edit_log(path, [](json& j) {
+    if (j["key"] == kInitStop) {
+      j["key"] = kRunStart;
+      j["event_type"] = kIntervalStart;
+    } else if (j["key"] == kRunStart) {
+      j["key"] = kInitStop;
+      j["event_type"] = kIntervalEnd;
+    }
+  });
+  CheckReport r = check_result_file(path);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "run_start before init_stop")) << all(r);
+}
+
+TEST(Check, missing_file_is_an_error_not_a_crash) {
+  CheckReport r = check_result_file(scratch_dir() + "/nope.txt");
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.errors.empty());
+}
+
+}  // namespace
+}  // namespace mlpd

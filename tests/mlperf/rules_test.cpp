@@ -1,0 +1,157 @@
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "log_fixture.h"
+#include "mlperf/keys.h"
+#include "mlperf/rules.h"
+
+namespace mlpd {
+namespace {
+
+using namespace mlpd::testing;
+using namespace mlpd::keys;
+
+json lars_config() {
+  return {{kOptName, kLars},           {kGlobalBatchSize, 3072},
+          {kLarsOptBaseLearningRate, 9.1}, {kLarsOptEndLearningRate, 0.0001},
+          {kLarsOptLearningRateDecayPolyPower, 2}, {kLarsEpsilon, 0.0},
+          {kLarsOptMomentum, 0.9},     {kLarsOptWeightDecay, 0.00005 * 2}};
+}
+
+json sgd_config() {
+  return {{kOptName, kSgd}, {kGlobalBatchSize, 256}, {kOptBaseLearningRate, 0.1}, {kOptWeightDecay, 0.0001}};
+}
+
+// The names of the rules violated.
+std::vector<std::string> broken(const json& config, const std::string& scale = "reference") {
+  std::vector<std::string> names;
+  for (const auto& v : check_rules("resnet", scale, config)) names.push_back(v.rule);
+  return names;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(Rules, valid_configs_pass_at_both_scales) {
+  for (const char* scale : {"mini", "reference"}) {
+    EXPECT_EQ(broken(lars_config(), scale), Names{}) << scale;
+    EXPECT_EQ(broken(sgd_config(), scale), Names{}) << scale;
+  }
+  EXPECT_NO_THROW(enforce_rules("resnet", "mini", sgd_config()));
+}
+
+TEST(Rules, sgd_learning_rate_must_be_a_multiple_of_0_001) {
+  json c = sgd_config();
+  c[kOptBaseLearningRate] = 0.1234;
+  auto v = check_rules("resnet", "mini", c);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].message,
+            "rule resnet.sgd_lr_multiple_of_0.001: opt_base_learning_rate = 0.1234 is not a multiple of 0.001 "
+            "(MLPerf v0.7 tunable hyperparameters)");
+  try {
+    enforce_rules("resnet", "mini", c);
+    FAIL() << "no RuleError";
+  } catch (const RuleError& e) {
+    EXPECT_EQ(e.exit_code, 2);
+    EXPECT_EQ(std::string(e.what()), v[0].message);
+  }
+  c[kOptBaseLearningRate] = 0.256;
+  EXPECT_EQ(broken(c), Names{});
+  // The logged spelling is checked as well.
+  json logged = {{kOptName, kSgd}, {kGlobalBatchSize, 256}, {kSgdOptBaseLearningRate, 0.1234},
+                 {kSgdOptWeightDecay, 0.0001}};
+  EXPECT_EQ(broken(logged), Names{"resnet.sgd_lr_multiple_of_0.001"});
+}
+
+TEST(Rules, weight_decay_must_be_1e4_times_a_power_of_two) {
+  for (auto [key, cfg] : {std::pair{kOptWeightDecay, sgd_config()}, std::pair{kLarsOptWeightDecay, lars_config()}}) {
+    std::string rule = cfg[kOptName] == kSgd ? "resnet.sgd_weight_decay_1e-4_times_2^N"
+                                             : "resnet.lars_weight_decay_1e-4_times_2^N";
+    cfg[key] = 3e-4;
+    EXPECT_EQ(broken(cfg), Names{rule}) << key;
+    cfg[key] = 4e-4;
+    EXPECT_EQ(broken(cfg), Names{}) << key;
+    cfg[key] = 5e-5;
+    EXPECT_EQ(broken(cfg), Names{}) << key;
+    cfg[key] = 0.0;
+    EXPECT_EQ(broken(cfg), Names{rule}) << key;
+  }
+}
+
+TEST(Rules, lars_fixed_values) {
+  json c = lars_config();
+  c[kLarsOptEndLearningRate] = 2e-4;
+  auto v = check_rules("resnet", "reference", c);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].rule, "resnet.lars_end_lr_1e-4");
+  EXPECT_NE(v[0].message.find("lars_opt_end_learning_rate = 0.0002 must be 0.0001"), std::string::npos)
+      << v[0].message;
+
+  c = lars_config();
+  c[kLarsOptLearningRateDecayPolyPower] = 1;
+  EXPECT_EQ(broken(c), Names{"resnet.lars_poly_power_2"});
+  c = lars_config();
+  c[kLarsEpsilon] = 1e-9;
+  EXPECT_EQ(broken(c), Names{"resnet.lars_epsilon_0"});
+  c = lars_config();
+  c.erase(kLarsEpsilon);
+  EXPECT_EQ(broken(c), Names{"resnet.lars_epsilon_0"});
+}
+
+TEST(Rules, lars_momentum_is_fixed_only_below_32k_batch) {
+  json c = lars_config();
+  c[kLarsOptMomentum] = 0.95;
+  EXPECT_EQ(broken(c), Names{"resnet.lars_momentum_0.9_below_32k_batch"});
+  c[kGlobalBatchSize] = 32768;
+  EXPECT_EQ(broken(c), Names{});
+}
+
+TEST(Rules, optimizer_must_be_sgd_or_lars) {
+  json c = sgd_config();
+  c[kOptName] = "adam";
+  EXPECT_EQ(broken(c), Names{"resnet.opt_name_sgd_or_lars"});
+}
+
+TEST(Rules, rows_of_one_optimizer_ignore_the_other) {
+  json c = sgd_config();
+  c[kLarsOptEndLearningRate] = 0.5;  // present in the defaults but unused with sgd
+  EXPECT_EQ(broken(c), Names{});
+}
+
+TEST(Rules, a_string_where_a_number_belongs_is_a_violation) {
+  json c = sgd_config();
+  c[kOptBaseLearningRate] = "0.1";
+  auto v = check_rules("resnet", "reference", c);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0].message.find("is not a number"), std::string::npos);
+}
+
+TEST(Rules, unknown_scale_is_an_error_and_unknown_benchmark_has_no_rows) {
+  EXPECT_THROW(check_rules("resnet", "huge", sgd_config()), UserError);
+  EXPECT_TRUE(check_rules("nobench", "mini", json::object()).empty());
+}
+
+TEST(Rules, quality_targets_and_sizes_are_data) {
+  EXPECT_DOUBLE_EQ(quality_target("resnet", "reference"), 0.759);
+  EXPECT_DOUBLE_EQ(quality_target("resnet", "mini"), 0.90);
+  EXPECT_EQ(benchmark_target("resnet", "reference").train_samples, 1281167);
+  EXPECT_EQ(benchmark_target("resnet", "reference").eval_samples, 50000);
+  EXPECT_EQ(benchmark_target("resnet", "mini").train_samples, 60000);
+  EXPECT_EQ(benchmark_target("resnet", "mini").eval_samples, 10000);
+  EXPECT_THROW(quality_target("resnet", "huge"), UserError);
+  EXPECT_THROW(quality_target("nobench", "mini"), UserError);
+}
+
+TEST(Rules, every_row_is_well_formed) {
+  for (const auto& r : rule_table()) {
+    EXPECT_FALSE(r.keys.empty()) << r.name;
+    if (r.kind == RuleKind::OneOf)
+      EXPECT_FALSE(r.strs.empty()) << r.name;
+    else
+      EXPECT_EQ(r.nums.size(), 1u) << r.name;
+    EXPECT_TRUE(std::string(r.scale) == "*" || std::string(r.scale) == "mini" || std::string(r.scale) == "reference");
+    EXPECT_EQ(std::string(r.name).rfind(std::string(r.benchmark) + ".", 0), 0u) << r.name;
+  }
+}
+
+}  // namespace
+}  // namespace mlpd

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "train/lr_schedule.h"
+#include "train/optimizer.h"
+
+using namespace mlpd;
+
+TEST(LrSchedule, WarmupRisesLinearlyToBase) {
+  LrSchedule s;
+  s.base_lr = 0.4;
+  s.warmup_epochs = 2;
+  s.steps_per_epoch = 10;
+  s.decay_epochs = 10;
+  EXPECT_DOUBLE_EQ(lr_at(s, 0), 0.02);
+  EXPECT_DOUBLE_EQ(lr_at(s, 19), 0.4);
+  EXPECT_NEAR(lr_at(s, 20), 0.4, 1e-12);  // decay starts at the top
+}
+
+TEST(LrSchedule, CosineAndPolyEndAtEndLr) {
+  LrSchedule s;
+  s.base_lr = 1.0;
+  s.end_lr = 0.001;
+  s.steps_per_epoch = 100;
+  s.decay_epochs = 3;
+  EXPECT_NEAR(lr_at(s, 300), 0.001, 1e-12);
+  EXPECT_NEAR(lr_at(s, 150), 0.5005, 1e-9);
+  s.decay = "poly";
+  s.poly_power = 2;
+  EXPECT_NEAR(lr_at(s, 150), 0.001 + 0.999 * 0.25, 1e-9);
+  EXPECT_NEAR(lr_at(s, 1000), 0.001, 1e-12);
+}
+
+TEST(LrSchedule, StepDecayAtBoundaries) {
+  LrSchedule s;
+  s.decay = "step";
+  s.base_lr = 1.0;
+  s.boundary_epochs = {2, 4};
+  s.factor = 0.1;
+  s.steps_per_epoch = 10;
+  EXPECT_DOUBLE_EQ(lr_at(s, 19), 1.0);
+  EXPECT_NEAR(lr_at(s, 20), 0.1, 1e-12);
+  EXPECT_NEAR(lr_at(s, 45), 0.01, 1e-12);
+}
+
+TEST(Optimizer, SgdMomentumMatchesHandComputedSteps) {
+  ParamStore s;
+  add_param(s, "w", 1, ParamKind::weight);
+  add_param(s, "b", 1, ParamKind::bias);
+  finalize_params(s);
+  s.params[0] = 1.0f;
+  s.params[16] = 1.0f;
+  Optimizer opt;
+  opt.weight_decay = 0.1f;
+  opt.momentum = 0.5f;
+  init_optimizer(opt, s);
+  s.grads[0] = 2.0f;
+  s.grads[16] = 2.0f;
+  optimizer_step(opt, s, 0.1f);
+  EXPECT_FLOAT_EQ(s.params[0], 1.0f - 0.1f * 2.1f);   // decay applies to weights
+  EXPECT_FLOAT_EQ(s.params[16], 1.0f - 0.1f * 2.0f);  // not to biases
+  optimizer_step(opt, s, 0.1f);
+  float g2 = 2.0f + 0.1f * (1.0f - 0.21f);
+  EXPECT_FLOAT_EQ(s.params[0], (1.0f - 0.21f) - 0.1f * (0.5f * 2.1f + g2));
+}
+
+TEST(Optimizer, LarsScalesByTrustRatio) {
+  ParamStore s;
+  add_param(s, "w", 2, ParamKind::weight);
+  finalize_params(s);
+  s.params[0] = 3.0f;
+  s.params[1] = 4.0f;  // ||p|| = 5
+  s.grads[0] = 0.6f;
+  s.grads[1] = 0.8f;   // ||g|| = 1
+  Optimizer opt;
+  opt.name = "lars";
+  opt.momentum = 0.9f;
+  opt.weight_decay = 0.0f;
+  opt.lars_eta = 0.001f;
+  init_optimizer(opt, s);
+  optimizer_step(opt, s, 1.0f);
+  // trust = 0.001*5/1 = 0.005; update = 0.005 * g
+  EXPECT_NEAR(s.params[0], 3.0f - 0.005f * 0.6f, 1e-7);
+  EXPECT_NEAR(s.params[1], 4.0f - 0.005f * 0.8f, 1e-7);
+}
