@@ -196,14 +196,19 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
       mllog_start(log, keys::kEvalStart, nullptr, {{keys::kEpochNum, epoch}});
       const auto te = Clock::now();
       EvalCounts c = wl->evaluate();
-      double counts[2] = {c.numerator, c.denominator};
-      allreduce_sum_doubles(w, counts, 2);
+      MLPD_CHECK(c.extra.size() == wl->extra_metric_names.size(), "evaluate() returned the wrong number of extra metrics");
+      std::vector<double> counts{c.numerator, c.denominator};
+      counts.insert(counts.end(), c.extra.begin(), c.extra.end());
+      allreduce_sum_doubles(w, counts.data(), counts.size());
       r.final_metric = counts[0] / counts[1];
       mllog_event(log, keys::kEvalAccuracy, r.final_metric, {{keys::kEpochNum, epoch}});
       mllog_end(log, keys::kEvalStop, nullptr, {{keys::kEpochNum, epoch}});
       if (rank0) {
-        std::printf("eval epoch %d | %s %.4f (target %.4f) | %.0f samples in %.1f s\n", epoch, wl->metric_name.c_str(),
-                    r.final_metric, target, counts[1], seconds_since(te));
+        std::string extras;
+        for (size_t i = 0; i < wl->extra_metric_names.size(); ++i)
+          extras += " | " + wl->extra_metric_names[i] + " " + std::to_string(counts[2 + i] / counts[1]);
+        std::printf("eval epoch %d | %s %.4f (target %.4f)%s | %.0f samples in %.1f s\n", epoch,
+                    wl->metric_name.c_str(), r.final_metric, target, extras.c_str(), counts[1], seconds_since(te));
         std::fflush(stdout);
       }
       if (r.final_metric >= target) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,15 +26,19 @@ struct TrainStepStats {
 };
 
 // Partial sums of the quality metric over this rank's share of the eval set: metric = num/den.
+// Secondary metrics (e.g. NDCG beside HR@10) are sums over the same denominator, named in
+// Workload::extra_metric_names, in that order.
 struct EvalCounts {
   double numerator = 0.0;
   double denominator = 0.0;
+  std::vector<double> extra;
 };
 
 struct Workload {
   std::string benchmark;
   std::string scale;
   std::string metric_name;        // e.g. "top1"
+  std::vector<std::string> extra_metric_names;  // reported beside the metric, not a target
   std::string model_summary;
   ParamStore store;
   int64_t train_samples = 0;      // whole training set
