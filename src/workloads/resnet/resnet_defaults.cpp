@@ -16,9 +16,9 @@ opt_name: sgd
 opt_base_learning_rate: 0.1
 opt_momentum: 0.9
 opt_weight_decay: 0.0004         # 1e-4 * 2^2
-opt_learning_rate_warmup_epochs: 1.0
+opt_learning_rate_warmup_epochs: 0.5
 lr_decay: poly                   # poly (MLPerf's closed SGD schedule), cosine or step
-lr_decay_epochs: 10.0            # length of the whole schedule, warmup included
+lr_decay_epochs: 6.0             # length of the whole schedule, warmup included
 opt_end_learning_rate: 0.0001
 opt_learning_rate_decay_poly_power: 2.0
 opt_learning_rate_decay_boundary_epochs: [5.0, 8.0]
@@ -26,7 +26,7 @@ opt_learning_rate_decay_factor: 0.1
 lars_opt_base_learning_rate: 2.0
 lars_opt_end_learning_rate: 0.0001
 lars_opt_learning_rate_decay_poly_power: 2.0
-lars_opt_learning_rate_warmup_epochs: 1.0
+lars_opt_learning_rate_warmup_epochs: 0.5
 lars_opt_momentum: 0.9
 lars_opt_weight_decay: 0.0001
 lars_epsilon: 0.0
@@ -36,7 +36,7 @@ augment_pad: 2
 augment_flip: true
 bn_momentum: 0.9
 zero_init_residual: true
-max_epochs: 12
+max_epochs: 8
 seed: 1
 )";
 
