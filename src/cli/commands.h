@@ -10,6 +10,7 @@ namespace mlpd::cli {
 struct TrainArgs {
   TrainOptions opts;
   bool print_config = false;
+  bool no_overlap = false;
 };
 void add_train_command(CLI::App& app, TrainArgs& a);
 int run_train_command(TrainArgs& a, int argc, char** argv);
@@ -30,5 +31,29 @@ struct CheckArgs {
 };
 void add_check_command(CLI::App& app, CheckArgs& a);
 int run_check_command(const CheckArgs& a);
+
+// comm-bench: nccl-tests-style collective benchmark with a checked result (#wrong) per size.
+struct CommBenchArgs {
+  std::string min_bytes = "8";
+  std::string max_bytes = "256M";
+  double factor = 2;
+  int iters = 20;
+  int warmup = 5;
+  std::string op = "allreduce";
+  std::string backend = "mpi";
+  bool bucketed = false;
+  std::string precision = "fp32";
+  double bucket_mb = 0;
+  double first_bucket_mb = 0;
+  double small_kb = 0;
+  double chunk_kb = 0;
+  double comm_timeout = 600;
+  bool overlap = false;
+  double compute_us = 0;     // overlap: compute kernel length per iteration (0: the measured comm time)
+  std::string json;
+  int test_hang_rank = -1;   // test hook: this rank skips a collective (watchdog test)
+};
+void add_comm_bench_command(CLI::App& app, CommBenchArgs& a);
+int run_comm_bench_command(CommBenchArgs& a, int argc, char** argv);
 
 }  // namespace mlpd::cli

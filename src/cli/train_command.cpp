@@ -37,6 +37,22 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
   c->add_option("--system", o.system, "System name used in the results path")->capture_default_str();
   c->add_option("--progress-seconds", o.progress_seconds, "At most one step line per this many seconds")
       ->capture_default_str();
+  c->add_option("--bucket-mb", o.comm.bucket_mb,
+                "Gradient bucket cap in MiB (0: the measured default, 4 on CPU, 25 on GPU); the first bucket is smaller")
+      ->capture_default_str();
+  c->add_option("--comm-backend", o.comm.backend,
+                "Gradient allreduce backend: auto (measured choice), mpi, hierarchical (shared memory in a node), nccl")
+      ->check(CLI::IsMember({"auto", "mpi", "hierarchical", "nccl"}))
+      ->capture_default_str();
+  c->add_option("--grad-precision", o.comm.precision, "Gradients on the wire: fp32, or bf16/fp16 compression")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
+  c->add_flag("--no-overlap", a.no_overlap, "Start every bucket's allreduce only after the whole backward");
+  c->add_option("--comm-timeout", o.comm.timeout_s,
+                "Seconds a collective may take before the watchdog aborts the job naming the missing ranks")
+      ->capture_default_str();
+  c->add_option("--trace", o.trace_path, "Write a Chrome trace JSON (per-view backward, bucket allreduces) to this file");
+  c->add_option("--trace-steps", o.trace_steps, "Steps recorded in the trace (from the first)")->capture_default_str();
   c->add_flag("--print-config", a.print_config, "Print the resolved config (after rules) and exit");
   c->add_option("--max-steps", o.max_steps, "Test/study hook: stop after N steps (status aborted, not a result)");
   c->add_option("--test-target", o.test_target,
@@ -46,6 +62,7 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
 }
 
 int run_train_command(TrainArgs& a, int argc, char** argv) {
+  a.opts.comm.overlap = !a.no_overlap;
   // One compute thread per rank: ranks are the unit of parallelism.
   openblas_set_num_threads(1);
   World w = init_world(&argc, &argv);

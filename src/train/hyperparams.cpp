@@ -13,10 +13,32 @@ Hyperparams make_hyperparams(const nlohmann::json& cfg, int64_t steps_per_epoch)
   LrSchedule& s = h.schedule;
   o.name = cfg.at("opt_name").get<std::string>();
   s.steps_per_epoch = steps_per_epoch;
-  s.decay_epochs = cfg.at("lr_decay_epochs").get<double>();
-  const int64_t decay_steps = static_cast<int64_t>(std::llround(s.decay_epochs * static_cast<double>(steps_per_epoch)));
   auto& log = h.mllog_entries;
   log.emplace_back(keys::kOptName, o.name);
+  if (o.name == keys::kAdam || o.name == keys::kLazyAdam) {
+    // MLPerf v0.5 NCF: Adam at a constant learning rate; LR and the three Adam constants tunable.
+    o.beta1 = cfg.at("opt_adam_beta_1").get<float>();
+    o.beta2 = cfg.at("opt_adam_beta_2").get<float>();
+    o.epsilon = cfg.at("opt_adam_epsilon").get<float>();
+    o.momentum = 0.0f;
+    o.weight_decay = 0.0f;
+    s.decay = "step";  // no boundaries, no warmup: constant
+    s.base_lr = cfg.at("opt_base_learning_rate").get<double>();
+    s.warmup_epochs = 0.0;
+    s.boundary_epochs.clear();
+    if (!(s.base_lr > 0.0)) throw UserError("opt_base_learning_rate must be positive", 2);
+    if (!(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f))
+      throw UserError("opt_adam_beta_1 and opt_adam_beta_2 must lie in [0, 1)", 2);
+    if (!(o.epsilon > 0.0f)) throw UserError("opt_adam_epsilon must be positive", 2);
+    log.emplace_back(keys::kOptBaseLearningRate, s.base_lr);
+    // The config's values (doubles), so the log reads 0.9 rather than 0.8999999761581421.
+    log.emplace_back(keys::kOptAdamBeta1, cfg.at("opt_adam_beta_1").get<double>());
+    log.emplace_back(keys::kOptAdamBeta2, cfg.at("opt_adam_beta_2").get<double>());
+    log.emplace_back(keys::kOptAdamEpsilon, cfg.at("opt_adam_epsilon").get<double>());
+    return h;
+  }
+  s.decay_epochs = cfg.at("lr_decay_epochs").get<double>();
+  const int64_t decay_steps = static_cast<int64_t>(std::llround(s.decay_epochs * static_cast<double>(steps_per_epoch)));
   if (o.name == keys::kLars) {
     // MLPerf's LARS schedule is fixed: warmup then polynomial decay.
     o.momentum = cfg.at("lars_opt_momentum").get<float>();

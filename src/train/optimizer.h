@@ -1,5 +1,6 @@
 // Optimizers over the flat parameter buffer: one loop over the model's views.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -8,13 +9,29 @@
 namespace mlpd {
 
 struct Optimizer {
-  std::string name = "sgd";  // "sgd" or "lars"
+  std::string name = "sgd";  // "sgd", "lars", "adam" or "lazy_adam"
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   float lars_eta = 0.001f;
   float lars_epsilon = 0.0f;
   std::vector<float> velocity;  // one per parameter, same layout as ParamStore::params
+                                // (Adam: the first moment m)
+  // Adam / LazyAdam (MLPerf v0.5 NCF: opt_adam_beta_1, opt_adam_beta_2, opt_adam_epsilon).
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+  std::vector<float> second_moment;  // Adam's v, same layout; allocated once by init_optimizer
+  int64_t steps = 0;                 // completed Adam steps (bias correction uses steps + 1)
 };
+
+// LazyAdam (TensorFlow's LazyAdamOptimizer, as MLPerf's NCF submissions used it): in the views
+// whose name ends in kLazyViewSuffix (the embedding tables) only the elements with a non-zero
+// gradient are updated (their m, v and p), with the global step count's bias correction; every
+// other view gets dense Adam. A row no sample of the step touched has an all-zero gradient after
+// the allreduce, so its moments do not decay. The non-zero test is exact because the trainer
+// zeroes the gradient buffer before each step and a touched row's gradient is never exactly zero
+// in practice; an element whose summed gradient happens to be 0.0 is simply left as is.
+inline constexpr const char* kLazyViewSuffix = "_embedding";
 
 void init_optimizer(Optimizer& opt, const ParamStore& s);
 // One update with learning rate `lr` using the (already averaged) gradients.

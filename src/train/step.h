@@ -3,8 +3,10 @@
 #pragma once
 #include <cstdint>
 
+#include "comm/communicator.h"
 #include "comm/world.h"
 #include "train/optimizer.h"
+#include "train/trace.h"
 #include "workloads/workload.h"
 
 namespace mlpd {
@@ -15,6 +17,11 @@ struct StepOutcome {
   double comm_seconds = 0.0;  // time in the gradient allreduce
 };
 
-StepOutcome train_one_step(const World& w, Workload& wl, Optimizer& opt, float lr, int epoch, int64_t batch);
+// Connects the workload's backward to the communicator: each finished view may start its bucket's
+// allreduce; with a trace, each view's finish time is recorded. Call once after both exist.
+void connect_gradients(Workload& wl, Communicator& comm, Trace* trace);
+
+StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Optimizer& opt, float lr, int epoch,
+                           int64_t batch, Trace* trace = nullptr);
 
 }  // namespace mlpd

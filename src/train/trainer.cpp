@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "comm/collectives.h"
+#include "comm/gather_strings.h"
 #include "core/check.h"
 #include "core/fpu.h"
 #include "mlperf/config.h"
@@ -55,17 +56,53 @@ void log_submission(MlLog& log, const TrainOptions& opts, const World& w, bool o
 
 }  // namespace
 
-StepOutcome train_one_step(const World& w, Workload& wl, Optimizer& opt, float lr, int epoch, int64_t batch) {
+void connect_gradients(Workload& wl, Communicator& comm, Trace* trace) {
+  Communicator* c = &comm;
+  ParamStore* store = &wl.store;
+  wl.grad_ready = [c, store, trace](size_t view) {
+    if (trace && trace->enabled()) {
+      const double now = MPI_Wtime();
+      std::string name = (trace->first_in_step ? "forward, loss, backward " : "backward ") + store->views[view].name;
+      trace_add(*trace, {std::move(name), "backward", trace->mark_s, now, 0, 0});
+      trace->mark_s = now;
+      trace->first_in_step = false;
+    }
+    grad_ready(*c, *store, view);
+  };
+}
+
+StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Optimizer& opt, float lr, int epoch,
+                           int64_t batch, Trace* trace) {
+  const bool tracing = trace && trace->enabled();
+  const double t0 = MPI_Wtime();
+  if (tracing) {
+    trace->mark_s = t0;
+    trace->first_in_step = true;
+  }
   std::fill(wl.store.grads.begin(), wl.store.grads.end(), 0.0f);
+  grads_begin_step(comm);
   TrainStepStats st = wl.train_step(epoch, batch);
+  const double t_backward_done = MPI_Wtime();
   StepOutcome o;
-  o.comm_seconds = allreduce_gradients(w, wl.store);
+  o.comm_seconds = grads_finish_step(comm, wl.store);
+  const double t_comm_done = MPI_Wtime();
   optimizer_step(opt, wl.store, lr);
   // The global mean loss: exact and identical on every rank (so every rank agrees to stop on NaN).
   double loss_and_count[2] = {st.loss_sum, static_cast<double>(st.samples)};
   allreduce_sum_doubles(w, loss_and_count, 2);
   o.loss = loss_and_count[0] / loss_and_count[1];
   o.samples = static_cast<int64_t>(loss_and_count[1]);
+  if (tracing) {
+    const double t_end = MPI_Wtime();
+    for (const CommSpan& sp : take_spans(comm))
+      trace_add(*trace, {sp.name + " bucket " + std::to_string(sp.bucket), "comm", sp.start_s, sp.end_s, 1, sp.bytes});
+    trace_add(*trace, {"wait for buckets", "comm", t_backward_done, t_comm_done, 0, 0});
+    trace_add(*trace, {"optimizer + loss allreduce", "optimizer", t_comm_done, t_end, 0, 0});
+    trace_add(*trace, {"step " + std::to_string(trace->steps_traced + 1), "step", t0, t_end, 2, 0});
+    ++trace->steps_traced;
+  } else if (trace) {
+    take_spans(comm);  // keep the communicator's span buffer bounded
+  }
   return o;
 }
 
@@ -107,6 +144,11 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
   broadcast_parameters(w, wl->store);
   Hyperparams hp = make_hyperparams(cfg, wl->batches_per_epoch);
   init_optimizer(hp.optimizer, wl->store);
+  std::unique_ptr<Communicator> comm = make_communicator(w, opts.comm, wl->store);
+  Trace trace;
+  trace.path = opts.trace_path;
+  trace.max_steps = opts.trace_steps;
+  connect_gradients(*wl, *comm, &trace);
 
   mllog_event(log, keys::kSeed, seed);
   mllog_event(log, keys::kGlobalBatchSize, wl->global_batch);
@@ -116,6 +158,7 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
   for (const auto& [k, v] : hp.mllog_entries) mllog_event(log, k, v);
   if (rank0) {
     std::printf("model: %s\n", wl->model_summary.c_str());
+    std::printf("communication: %s\n", describe(*comm).c_str());
     std::printf("data: %lld train / %lld eval samples, %lld steps per epoch, bn span %lld, target %s %.4f%s\n",
                 static_cast<long long>(wl->train_samples), static_cast<long long>(wl->eval_samples),
                 static_cast<long long>(wl->batches_per_epoch), static_cast<long long>(wl->bn_span),
@@ -136,6 +179,7 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
   barrier(w);
   mllog_start(log, keys::kRunStart);
   const auto run_clock = Clock::now();
+  trace.origin_s = MPI_Wtime();
   TrainResult r;
   r.status = keys::kAborted;
   double step_seconds = 0.0, comm_seconds = 0.0;
@@ -155,7 +199,7 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
     for (int64_t b = 0; b < wl->batches_per_epoch; ++b) {
       const auto t0 = Clock::now();
       const float lr = static_cast<float>(lr_at(hp.schedule, step));
-      StepOutcome so = train_one_step(w, *wl, hp.optimizer, lr, epoch - 1, b);
+      StepOutcome so = train_one_step(w, *comm, *wl, hp.optimizer, lr, epoch - 1, b, &trace);
       const double loss = so.loss;
       const double comm = so.comm_seconds;
       const double dt = seconds_since(t0);
@@ -229,6 +273,13 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
   r.mean_step_ms = step > 0 ? 1000.0 * step_seconds / static_cast<double>(step) : 0.0;
   if (loss_log) std::fclose(loss_log);
   r.result_path = close_mllog(log);
+  if (!trace.path.empty()) {
+    std::vector<std::string> parts = gather_strings(w, trace_events_json(trace, w.rank));
+    if (rank0) {
+      write_trace_file(trace.path, parts);
+      std::printf("trace: %d step(s) of %d rank(s) in %s\n", trace.steps_traced, w.size, trace.path.c_str());
+    }
+  }
   if (rank0 && !opts.dump_params.empty())
     write_file_atomically(opts.dump_params, wl->store.params.data(), wl->store.params.size() * sizeof(float));
   if (rank0) {

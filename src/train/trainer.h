@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/communicator.h"
 #include "comm/world.h"
 
 namespace mlpd {
@@ -19,6 +20,9 @@ struct TrainOptions {
   std::string results_dir = "results";
   std::string system = "local";
   double progress_seconds = 5.0;      // at most one step line per this many seconds
+  CommConfig comm;                    // gradient buckets, backend, precision, overlap, watchdog
+  std::string trace_path;             // Chrome trace JSON of the first trace_steps steps
+  int trace_steps = 5;
   // Test and study hooks; each one that changes the result marks the run as not a result.
   int64_t max_steps = 0;              // stop after this many steps (status aborted)
   double test_target = 0.0;           // > 0: replace the target; the log says division open

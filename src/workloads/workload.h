@@ -53,6 +53,9 @@ struct Workload {
   // by 1/global_batch in the gradient so that the sum over ranks is the mean.
   std::function<TrainStepStats(int epoch, int64_t batch)> train_step;
   std::function<EvalCounts()> evaluate;
+  // Set by the trainer: call it (when set) as soon as a parameter view's gradient is final for the
+  // step, in reverse view order, so its bucket's allreduce can start while backward goes on.
+  std::function<void(size_t view)> grad_ready;
   std::function<void(uint64_t seed)> init_parameters;
   std::shared_ptr<void> state;    // the workload's own data, model and buffers
 };

@@ -80,7 +80,11 @@ TrainStepStats train_step(ResnetState& s, Workload& w, int epoch, int64_t batch)
     const float scale = 1.0f / static_cast<float>(w.global_batch);
     st.loss_sum += softmax_xent(logits, b.y, b.n, s.classes, s.label_smoothing, scale, s.dlogits.data(), nullptr);
     st.samples += b.n;
-    resnet_backward(*s.net, w.store, s.arena, s.dlogits.data(), b.n, [](size_t) {});
+    // Only the last micro-batch finishes a gradient: earlier ones still accumulate into it.
+    const bool last = m + 1 == s.micro_batches;
+    resnet_backward(*s.net, w.store, s.arena, s.dlogits.data(), b.n, [&w, last](size_t view) {
+      if (last && w.grad_ready) w.grad_ready(view);
+    });
   }
   return st;
 }
