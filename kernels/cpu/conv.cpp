@@ -6,13 +6,18 @@
 // strides it is a GEMM into columns followed by col2im.
 // GCC turns the short vector copy loops of im2col back into libc memmove calls (loop pattern
 // distribution), which cost ~13% of a ResNet-20 step; keep them as inline vector moves.
+// The public conv2d_* functions pick, per shape and pass, this path or the direct one
+// (conv_direct.cpp) with conv_use_direct() below.
 #pragma GCC optimize("no-tree-loop-distribute-patterns")
+#if defined(__AVX512F__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/cpu/conv_paths.h"
 #include "kernels/ops.h"
 
 namespace mlpd {
@@ -22,23 +27,32 @@ namespace {
 #ifndef MLPD_CONV_CHUNK_FLOATS
 #define MLPD_CONV_CHUNK_FLOATS (24 * 1024)
 #endif
-constexpr size_t kChunkFloats = MLPD_CONV_CHUNK_FLOATS;  // 96 KB: measured best of 12-128K floats  // ~192 KB of columns per chunk: L2-resident
+// 96 KB of columns per chunk (L2-resident): measured best of 12-128K floats.
+constexpr size_t kChunkFloats = MLPD_CONV_CHUNK_FLOATS;
 
 // Short copies (a kernel row is k*c_in floats, 48 for 3x3x16) inline as vector moves: a libc
 // memcpy call per kernel row cost ~13% of a ResNet-20 step.
 inline void copy_floats(float* __restrict dst, const float* __restrict src, int n) {
+#if defined(__AVX512F__)
   int i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
   if (i < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
     _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
   }
+#else
+  for (int i = 0; i < n; ++i) dst[i] = src[i];
+#endif
 }
 
 inline void zero_floats(float* dst, int n) {
+#if defined(__AVX512F__)
   int i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_setzero_ps());
   if (i < n) _mm512_mask_storeu_ps(dst + i, static_cast<__mmask16>((1u << (n - i)) - 1), _mm512_setzero_ps());
+#else
+  for (int i = 0; i < n; ++i) dst[i] = 0.0f;
+#endif
 }
 
 bool is_pointwise(const ConvDims& d) { return d.k == 1 && d.stride == 1 && d.pad == 0; }
@@ -133,7 +147,7 @@ void forward_impl(const ConvDims& d, const float* x, const float* w, float* y, f
 
 }  // namespace
 
-size_t conv2d_scratch_floats(const ConvDims& d) {
+size_t gemm_conv_scratch_floats(const ConvDims& d) {
   auto cols_floats = [](const ConvDims& c) -> size_t {
     if (is_pointwise(c)) return 0;
     const size_t rows = size_t(std::min(rows_per_chunk(c), c.n * c.out_h()));
@@ -147,12 +161,12 @@ size_t conv2d_scratch_floats(const ConvDims& d) {
   return need + 16;
 }
 
-void conv2d_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena) {
+void gemm_conv_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena) {
   forward_impl(d, x, w, y, 0.0f, arena);
 }
 
-void conv2d_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx,
-                          Arena& arena, bool accumulate) {
+void gemm_conv_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx,
+                             Arena& arena, bool accumulate) {
   const float beta = accumulate ? 1.0f : 0.0f;
   const int kk = d.k * d.k * d.c_in;
   const int ow_n = d.out_w(), rows_total = d.n * d.out_h();
@@ -188,8 +202,8 @@ void conv2d_backward_data(const ConvDims& d, const float* dy, const float* w, fl
   }
 }
 
-void conv2d_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
-                             Arena& arena) {
+void gemm_conv_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
+                                Arena& arena) {
   const int kk = d.k * d.k * d.c_in;
   const int ow_n = d.out_w(), rows_total = d.n * d.out_h();
   if (is_pointwise(d)) {  // dW[c_in, c_out] += x^T dy
@@ -206,6 +220,74 @@ void conv2d_backward_weights(const ConvDims& d, const float* x, const float* dy,
     gemm(true, false, kk, d.c_out, m, 1.0f, cols, kk, dy + size_t(r0) * ow_n * d.c_out, d.c_out,
          1.0f, dw, d.c_out);
   }
+}
+
+// ---- Per-shape choice between the two paths. ----
+
+namespace {
+
+bool g_direct_enabled = true;
+
+// Measured with bench_conv (GF/s by thread CPU time, batch 64, medians of 11 on a shared
+// machine, so +-5%): the direct path wins every 3x3 ResNet-20 shape in all three passes by
+// 10-70% (28x28x16->16: fwd 80 -> 95, bwdD 80 -> 95, bwdW 75 -> 117; 7x7x64->64: fwd 81 -> 110,
+// bwdW 86 -> 130; stem 28x28x1->16: fwd 18 -> 74, bwdW 18 -> 108) and the 1x1 stride-2
+// projections in backward. Kept on GEMM:
+//  - 1x1 forward: a plain strided GEMM, OpenBLAS as fast or faster (68-78 vs 60-78);
+//  - 1x1 stride 1: pure GEMM in every pass, nothing to save;
+//  - backward weights with few input channels (other than the 3x3 single-channel stem, which
+//    has its own tile): the tile has c_in rows, too few FMA chains (ResNet-50 stem 7x7/2 c_in 3:
+//    74 GEMM vs 58 direct; its forward goes direct, 78 -> 85);
+//  - more than 64 channels: not measured, and the direct tiles do not cache-block the weights.
+bool direct_rule(const ConvDims& d, ConvPass pass) {
+  if (!direct_conv_supported(d, pass)) return false;
+  if (std::max(d.c_in, d.c_out) > 64 || is_pointwise(d)) return false;
+  switch (pass) {
+    case ConvPass::forward: return d.k > 1;
+    case ConvPass::backward_data: return true;
+    case ConvPass::backward_weights: return d.c_in % 8 == 0 || (d.c_in == 1 && d.k == 3);
+  }
+  return false;
+}
+
+}  // namespace
+
+void conv_set_direct_enabled(bool enabled) { g_direct_enabled = enabled; }
+
+bool conv_use_direct(const ConvDims& d, ConvPass pass) {
+  return g_direct_enabled && direct_rule(d, pass);
+}
+
+// Sized for whichever path the rule picks (ignoring the benchmark switch, which only ever
+// moves work to the GEMM path).
+size_t conv2d_scratch_floats(const ConvDims& d) {
+  size_t need = gemm_conv_scratch_floats(d);
+  for (ConvPass p : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
+    if (direct_rule(d, p)) need = std::max(need, direct_conv_scratch_floats(d));
+  return need;
+}
+
+void conv2d_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena) {
+  if (conv_use_direct(d, ConvPass::forward))
+    direct_conv_forward(d, x, w, y, arena);
+  else
+    gemm_conv_forward(d, x, w, y, arena);
+}
+
+void conv2d_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx,
+                          Arena& arena, bool accumulate) {
+  if (conv_use_direct(d, ConvPass::backward_data))
+    direct_conv_backward_data(d, dy, w, dx, arena, accumulate);
+  else
+    gemm_conv_backward_data(d, dy, w, dx, arena, accumulate);
+}
+
+void conv2d_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
+                             Arena& arena) {
+  if (conv_use_direct(d, ConvPass::backward_weights))
+    direct_conv_backward_weights(d, x, dy, dw, arena);
+  else
+    gemm_conv_backward_weights(d, x, dy, dw, arena);
 }
 
 }  // namespace mlpd

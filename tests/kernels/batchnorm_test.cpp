@@ -60,7 +60,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormGrad,
                          ::testing::Values(BnCase{35, 3, false, false},  // 1 image of 5x7x3
                                            BnCase{70, 3, true, false},   // 2 images, fused ReLU
                                            BnCase{35, 5, true, true},    // fused residual + ReLU
-                                           BnCase{4, 2, false, true}));  // tiny batch
+                                           BnCase{4, 2, false, true},    // tiny batch
+                                           // c a multiple of 16: the AVX-512 register paths
+                                           // (ReLU only with the residual: the test keeps those
+                                           // pre-activations off the kink)
+                                           BnCase{70, 16, false, true},  // rows not a block multiple
+                                           BnCase{35, 32, true, true},
+                                           BnCase{130, 48, false, false},  // 3 vectors, 3 row blocks
+                                           BnCase{9, 80, true, true},      // 64 + 16 channel groups
+                                           BnCase{20, 64, false, false}));  // fewer rows than a block
 
 TEST(BatchNorm, TrainUsesBatchStatsAndUpdatesRunningStatsWithMomentum) {
   const int64_t rows = 6;

@@ -1,0 +1,41 @@
+// The two convolution algorithms behind kernels/ops.h's conv2d_* functions, exposed so that the
+// tests and bench/bench_conv.cpp can run each one on every shape (the public functions pick one
+// per shape with conv_use_direct()).
+//   gemm:   im2col + OpenBLAS GEMM (conv.cpp): any shape, the general fallback.
+//   direct: NHWC direct convolution with AVX-512 register tiles (conv_direct.cpp): no im2col,
+//           no GEMM packing. Needs -mavx512f; without it direct_*_supported() is always false.
+#pragma once
+#include <cstddef>
+
+#include "kernels/ops.h"
+
+namespace mlpd {
+
+enum class ConvPass { forward, backward_data, backward_weights };
+
+// ---- im2col + GEMM (conv.cpp). ----
+size_t gemm_conv_scratch_floats(const ConvDims& d);
+void gemm_conv_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena);
+void gemm_conv_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx,
+                             Arena& arena, bool accumulate);
+void gemm_conv_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
+                                Arena& arena);
+
+// ---- Direct NHWC convolution (conv_direct.cpp). ----
+// Whether the direct kernel can run this pass at all (channel counts in multiples of 16 on the
+// vectorised side, AVX-512 compiled in).
+bool direct_conv_supported(const ConvDims& d, ConvPass pass);
+size_t direct_conv_scratch_floats(const ConvDims& d);
+void direct_conv_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena);
+void direct_conv_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx,
+                               Arena& arena, bool accumulate);
+void direct_conv_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
+                                  Arena& arena);
+
+// The per-shape rule the public conv2d_* functions follow (measured with bench_conv).
+bool conv_use_direct(const ConvDims& d, ConvPass pass);
+// Benchmark switch: with false, conv_use_direct() always answers false (the im2col+GEMM
+// baseline), so bench_conv can time the whole model both ways in one process. Default true.
+void conv_set_direct_enabled(bool enabled);
+
+}  // namespace mlpd
