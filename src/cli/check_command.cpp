@@ -17,8 +17,7 @@ int run_check_command(const CheckArgs& a) {
     CheckReport rep = check_result_file(f);
     for (const std::string& w : rep.warnings) std::printf("%s: warning: %s\n", f.c_str(), w.c_str());
     for (const std::string& e : rep.errors) std::printf("%s: error: %s\n", f.c_str(), e.c_str());
-    std::printf("%s: %s%s%s\n", f.c_str(), rep.ok ? "PASSED" : "FAILED", rep.summary.empty() ? "" : " - ",
-                rep.summary.c_str());
+    std::printf("%s\n", rep.summary.c_str());  // names the file and says PASSED or FAILED
     if (!rep.ok) ++bad;
   }
   return bad == 0 ? 0 : 1;

@@ -94,6 +94,7 @@ inline constexpr const char* kOpen = "open";
 inline constexpr const char* kSgd = "sgd";
 inline constexpr const char* kLars = "lars";
 inline constexpr const char* kAdam = "adam";
+inline constexpr const char* kLazyAdam = "lazy_adam";  // ours: TensorFlow's LazyAdam, as ncf submissions used
 
 // ---- benchmark names (submission_benchmark values) ----
 inline constexpr const char* kResnet = "resnet";

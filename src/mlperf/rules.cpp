@@ -17,6 +17,7 @@ constexpr const char* kV07Checker = "MLPerf v0.7 compliance checker, closed_resn
 
 const RuleCond kIfSgd{kOptName, CondOp::Eq, kSgd, 0};
 const RuleCond kIfLars{kOptName, CondOp::Eq, kLars, 0};
+constexpr const char* kV05Ncf = "MLPerf v0.5 NCF (reference: Adam, 4 training negatives, 999 eval negatives)";
 
 bool is_integer(double x) { return std::fabs(std::round(x) - x) < 1e-5; }
 
@@ -134,7 +135,19 @@ const std::vector<RuleRow>& rule_table() {
        kV07Table},
       {kResnet, "*", "resnet.lars_momentum_0.9_below_32k_batch", {kLarsOptMomentum}, RuleKind::Equals, {0.9}, {},
        {kIfLars, {kGlobalBatchSize, CondOp::Lt, nullptr, 32768}}, true, kV07Table},
-      // ---- ncf (later): Adam rows, e.g. opt_name one of {adam}, opt_adam_* as the table fixes ----
+      // ---- ncf (MLPerf v0.5 NCF row: Adam; LR, beta_1, beta_2, epsilon and the batch tunable) ----
+      {kNcf, "*", "ncf.opt_name_adam_or_lazy_adam", {kOptName}, RuleKind::OneOf, {}, {kAdam, kLazyAdam}, {}, true,
+       kV05Ncf},
+      {kNcf, "*", "ncf.global_batch_size_positive", {kGlobalBatchSize}, RuleKind::AtLeast, {1}, {}, {}, true,
+       kV05Ncf},
+      {kNcf, "*", "ncf.lr_positive", {kOptBaseLearningRate}, RuleKind::AtLeast, {1e-12}, {}, {}, true, kV05Ncf},
+      {kNcf, "*", "ncf.adam_beta_1_at_least_0", {kOptAdamBeta1}, RuleKind::AtLeast, {0}, {}, {}, true, kV05Ncf},
+      {kNcf, "*", "ncf.adam_beta_1_below_1", {kOptAdamBeta1}, RuleKind::AtMost, {0.999999}, {}, {}, true, kV05Ncf},
+      {kNcf, "*", "ncf.adam_beta_2_at_least_0", {kOptAdamBeta2}, RuleKind::AtLeast, {0}, {}, {}, true, kV05Ncf},
+      {kNcf, "*", "ncf.adam_beta_2_below_1", {kOptAdamBeta2}, RuleKind::AtMost, {0.999999}, {}, {}, true, kV05Ncf},
+      {kNcf, "*", "ncf.adam_epsilon_positive", {kOptAdamEpsilon}, RuleKind::AtLeast, {1e-30}, {}, {}, true, kV05Ncf},
+      // Not tunable in MLPerf's NCF: 4 training negatives per positive (a config key; not logged).
+      {kNcf, "*", "ncf.train_negatives_4", {"train_negatives"}, RuleKind::Equals, {4}, {}, {}, false, kV05Ncf},
   };
   return rows;
 }
@@ -143,7 +156,11 @@ const std::vector<BenchmarkTarget>& target_table() {
   static const std::vector<BenchmarkTarget> rows = {
       {kResnet, "reference", kEvalAccuracy, 0.759, 1281167, 50000, "MLPerf v0.7 (ImageNet top-1)"},
       {kResnet, "mini", kEvalAccuracy, 0.90, 60000, 10000, "mlperf-dist mini (Fashion-MNIST top-1)"},
-      // ncf reference: {kNcf, "reference", "eval_accuracy" (HR@10), 0.635, ...} with its mini row.
+      // ncf: train_samples = training positives (ratings - users), eval_samples = users (each ranked
+      // with its 999 negatives). Reference: MovieLens-20M (20,000,263 ratings, 138,493 users).
+      {kNcf, "reference", kEvalAccuracy, 0.635, 19861770, 138493, "MLPerf v0.5 NCF (ml-20m HR@10)"},
+      // Mini: ml-latest-small (100,004 ratings, 671 users); target calibrated in src/workloads/ncf/README.md.
+      {kNcf, "mini", kEvalAccuracy, 0.27, 99333, 671, "mlperf-dist mini (ml-latest-small HR@10, calibrated)"},
   };
   return rows;
 }
@@ -163,6 +180,8 @@ std::vector<std::string> required_log_keys(const std::string& benchmark, const s
        {kSgdOptBaseLearningRate, kSgdOptEndLearningRate, kSgdOptLearningRateDecayPolyPower,
         kSgdOptLearningRateDecaySteps, kSgdOptWeightDecay, kSgdOptMomentum, kModelBnSpan,
         kOptLearningRateWarmupEpochs}},
+      {kNcf, kAdam, {kOptBaseLearningRate, kOptAdamBeta1, kOptAdamBeta2, kOptAdamEpsilon}},
+      {kNcf, kLazyAdam, {kOptBaseLearningRate, kOptAdamBeta1, kOptAdamBeta2, kOptAdamEpsilon}},
   };
   std::vector<std::string> out;
   for (const auto& r : rows)

@@ -218,7 +218,7 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
         break;
       }
       if (rank0 && (seconds_since(last_print) >= opts.progress_seconds || b + 1 == wl->batches_per_epoch)) {
-        std::printf("epoch %d step %lld/%lld | loss %.4f | lr %.4g | %.0f ms | %.0f img/s\n", epoch,
+        std::printf("epoch %d step %lld/%lld | loss %.4f | lr %.4g | %.0f ms | %.0f samples/s\n", epoch,
                     static_cast<long long>(b + 1), static_cast<long long>(wl->batches_per_epoch),
                     window_loss / static_cast<double>(window_steps), lr,
                     1000.0 * window_seconds / static_cast<double>(window_steps),

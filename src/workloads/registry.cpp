@@ -7,6 +7,10 @@ extern const std::string kResnetMiniDefaults;
 extern const std::string kResnetReferenceDefaults;
 std::unique_ptr<Workload> make_resnet_workload(const std::string& scale, const nlohmann::json& cfg,
                                                const WorkloadContext& ctx);
+extern const std::string kNcfMiniDefaults;
+extern const std::string kNcfReferenceDefaults;
+std::unique_ptr<Workload> make_ncf_workload(const std::string& scale, const nlohmann::json& cfg,
+                                            const WorkloadContext& ctx);
 
 namespace {
 void check_scale(const std::string& scale) {
@@ -18,14 +22,16 @@ void check_scale(const std::string& scale) {
 const std::string& workload_defaults_yaml(const std::string& benchmark, const std::string& scale) {
   check_scale(scale);
   if (benchmark == "resnet") return scale == "mini" ? kResnetMiniDefaults : kResnetReferenceDefaults;
-  throw UserError("unknown or not yet implemented benchmark '" + benchmark + "' (available: resnet)", 2);
+  if (benchmark == "ncf") return scale == "mini" ? kNcfMiniDefaults : kNcfReferenceDefaults;
+  throw UserError("unknown or not yet implemented benchmark '" + benchmark + "' (available: resnet, ncf)", 2);
 }
 
 std::unique_ptr<Workload> make_workload(const std::string& benchmark, const std::string& scale,
                                         const nlohmann::json& config, const WorkloadContext& ctx) {
   check_scale(scale);
   if (benchmark == "resnet") return make_resnet_workload(scale, config, ctx);
-  throw UserError("unknown or not yet implemented benchmark '" + benchmark + "' (available: resnet)", 2);
+  if (benchmark == "ncf") return make_ncf_workload(scale, config, ctx);
+  throw UserError("unknown or not yet implemented benchmark '" + benchmark + "' (available: resnet, ncf)", 2);
 }
 
 std::string workload_data_path(const std::string& data_dir, const std::string& benchmark, const std::string& scale) {

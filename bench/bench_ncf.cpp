@@ -1,0 +1,88 @@
+// ncf figures: the HR@10 / NDCG@10 baselines of the prepared mini (or reference) data (item
+// popularity, random scores; same pessimistic tie rule as the metric), then training samples/s
+// of the trainer's step at this rank count (run under mpirun at 1 and 2 ranks).
+// Usage: bench_ncf [--data-dir data] [--scale mini] [--steps 60] [--warmup 10] [--set key=value]...
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "comm/collectives.h"
+#include "core/fpu.h"
+#include "datasets/movielens.h"
+#include "mlperf/config.h"
+#include "train/hyperparams.h"
+#include "train/step.h"
+#include "workloads/ncf/ncf_metric.h"
+#include "workloads/workload.h"
+
+using namespace mlpd;
+
+int main(int argc, char** argv) {
+  openblas_set_num_threads(1);
+  World w = init_world(&argc, &argv);
+  enable_flush_denormals();
+  std::string data_dir = "data", scale = "mini";
+  int steps = 60, warmup = 10;
+  std::vector<std::string> sets;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--data-dir" && i + 1 < argc) data_dir = argv[++i];
+    else if (a == "--scale" && i + 1 < argc) scale = argv[++i];
+    else if (a == "--steps" && i + 1 < argc) steps = std::atoi(argv[++i]);
+    else if (a == "--warmup" && i + 1 < argc) warmup = std::atoi(argv[++i]);
+    else if (a == "--set" && i + 1 < argc) sets.push_back(argv[++i]);
+    else {
+      if (w.rank == 0) std::fprintf(stderr, "usage: bench_ncf [--data-dir d] [--scale mini] [--steps N] [--warmup N] [--set k=v]...\n");
+      finalize_world(w);
+      return 2;
+    }
+  }
+  if (w.rank == 0) {
+    MovieLensData d = load_movielens(workload_data_path(data_dir, "ncf", scale), scale);
+    double nd_pop = 0, nd_rnd = 0;
+    const double pop = popularity_hr(d, 10, &nd_pop), rnd = random_hr(d, 10, 1, &nd_rnd);
+    std::printf("baselines (%lld users, %d negatives): popularity HR@10 %.4f NDCG@10 %.4f | random HR@10 %.4f NDCG@10 %.4f\n",
+                static_cast<long long>(d.num_users), d.eval_negatives, pop, nd_pop, rnd, nd_rnd);
+  }
+  nlohmann::json cfg = resolve_config(workload_defaults_yaml("ncf", scale), "", sets);
+  auto wl = make_workload("ncf", scale, cfg, WorkloadContext{w.rank, w.size, data_dir});
+  wl->init_parameters(1);
+  broadcast_parameters(w, wl->store);
+  Hyperparams hp = make_hyperparams(cfg, wl->batches_per_epoch);
+  init_optimizer(hp.optimizer, wl->store);
+  if (w.rank == 0) std::printf("bench_ncf: %d rank(s), global batch %lld, %s\n", w.size,
+                               static_cast<long long>(wl->global_batch), wl->model_summary.c_str());
+  std::vector<double> step_s;
+  double comm = 0, total = 0;
+  int64_t samples = 0;
+  for (int i = 0; i < warmup + steps; ++i) {
+    barrier(w);
+    const auto t0 = std::chrono::steady_clock::now();
+    StepOutcome o = train_one_step(w, *wl, hp.optimizer, static_cast<float>(lr_at(hp.schedule, i)), 0,
+                                   i % wl->batches_per_epoch);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= warmup) {
+      step_s.push_back(dt);
+      total += dt;
+      comm += o.comm_seconds;
+      samples += o.samples;
+    }
+  }
+  std::sort(step_s.begin(), step_s.end());
+  const double median = step_s[step_s.size() / 2];
+  const auto t0 = std::chrono::steady_clock::now();
+  EvalCounts c = wl->evaluate();
+  const double eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  (void)c;
+  if (w.rank == 0)
+    std::printf("ranks %d | %d steps | median step %.1f ms | %.0f samples/s (median) | %.0f samples/s (mean) | comm %.1f%% | eval (rank 0's users) %.2f s\n",
+                w.size, steps, 1000 * median, static_cast<double>(wl->global_batch) / median,
+                static_cast<double>(samples) / total, 100 * comm / total, eval_s);
+  finalize_world(w);
+  return 0;
+}

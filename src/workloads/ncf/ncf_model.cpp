@@ -1,0 +1,219 @@
+#include "workloads/ncf/ncf_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "kernels/embedding.h"
+#include "kernels/ncf_ops.h"
+#include "kernels/ops.h"
+
+namespace mlpd {
+
+namespace {
+
+size_t rows_x(int rows, int width) { return static_cast<size_t>(rows) * static_cast<size_t>(width); }
+
+}  // namespace
+
+std::unique_ptr<NeuMF> build_neumf(const NeuMFSpec& spec, ParamStore& store) {
+  const auto& L = spec.mlp_layers;
+  if (spec.users < 1 || spec.items < 1) throw UserError("NeuMF needs at least one user and one item");
+  if (spec.mf_dim < 1) throw UserError("mf_dim must be positive", 2);
+  if (L.size() < 2 || L[0] % 2 != 0)
+    throw UserError("mlp_layer_sizes needs at least two sizes and an even first size (the two embeddings)", 2);
+  for (int x : L)
+    if (x < 1) throw UserError("mlp_layer_sizes must be positive", 2);
+  if (spec.max_batch < 1) throw UserError("NeuMF max batch must be positive");
+  auto m = std::make_unique<NeuMF>();
+  m->spec = spec;
+  const size_t U = static_cast<size_t>(spec.users), I = static_cast<size_t>(spec.items);
+  const size_t F = static_cast<size_t>(spec.mf_dim), E = static_cast<size_t>(L[0] / 2);
+  m->gmf_user = add_param(store, "gmf_user_embedding", U * F, ParamKind::weight);
+  m->gmf_item = add_param(store, "gmf_item_embedding", I * F, ParamKind::weight);
+  m->mlp_user = add_param(store, "mlp_user_embedding", U * E, ParamKind::weight);
+  m->mlp_item = add_param(store, "mlp_item_embedding", I * E, ParamKind::weight);
+  for (size_t j = 1; j < L.size(); ++j) {
+    std::string n("mlp");
+    n.append(std::to_string(j));
+    m->w.push_back(add_param(store, n + ".weight", static_cast<size_t>(L[j - 1]) * L[j], ParamKind::weight));
+    m->b.push_back(add_param(store, n + ".bias", static_cast<size_t>(L[j]), ParamKind::bias));
+  }
+  const int zw = spec.mf_dim + L.back();
+  m->final_w = add_param(store, "final.weight", static_cast<size_t>(zw), ParamKind::weight);
+  m->final_b = add_param(store, "final.bias", 1, ParamKind::bias);
+
+  const int B = spec.max_batch;
+  const int widest = *std::max_element(L.begin(), L.end());
+  m->gmf_u.assign(rows_x(B, spec.mf_dim), 0.0f);
+  m->gmf_i.assign(rows_x(B, spec.mf_dim), 0.0f);
+  m->x0.assign(rows_x(B, L[0]), 0.0f);
+  for (size_t j = 1; j < L.size(); ++j) m->h.emplace_back(rows_x(B, L[j]), 0.0f);
+  m->z.assign(rows_x(B, zw), 0.0f);
+  m->logits.assign(static_cast<size_t>(B), 0.0f);
+  m->dz.assign(rows_x(B, zw), 0.0f);
+  m->dgmf_u.assign(rows_x(B, spec.mf_dim), 0.0f);
+  m->dgmf_i.assign(rows_x(B, spec.mf_dim), 0.0f);
+  m->dh_a.assign(rows_x(B, widest), 0.0f);
+  m->dh_b.assign(rows_x(B, widest), 0.0f);
+  m->dx0.assign(rows_x(B, L[0]), 0.0f);
+  return m;
+}
+
+void init_neumf(const NeuMF& m, ParamStore& store, uint64_t seed) {
+  const auto& L = m.spec.mlp_layers;
+  uint64_t stream = 1;
+  auto normal = [&](size_t view, float stddev) {
+    Rng r{seed, stream++};
+    float* p = param_ptr(store, view);
+    for (size_t i = 0; i < store.views[view].count; ++i) p[i] = stddev * r.normal();
+  };
+  auto uniform = [&](size_t view, float limit) {
+    Rng r{seed, stream++};
+    float* p = param_ptr(store, view);
+    for (size_t i = 0; i < store.views[view].count; ++i) p[i] = limit * (2.0f * r.uniform() - 1.0f);
+  };
+  normal(m.gmf_user, 0.01f);
+  normal(m.gmf_item, 0.01f);
+  normal(m.mlp_user, 0.01f);
+  normal(m.mlp_item, 0.01f);
+  for (size_t j = 1; j < L.size(); ++j) {
+    uniform(m.w[j - 1], std::sqrt(6.0f / static_cast<float>(L[j - 1] + L[j])));
+    std::fill_n(param_ptr(store, m.b[j - 1]), L[j], 0.0f);
+  }
+  uniform(m.final_w, std::sqrt(3.0f / static_cast<float>(m.spec.mf_dim + L.back())));
+  *param_ptr(store, m.final_b) = 0.0f;
+}
+
+const float* neumf_forward(NeuMF& m, const ParamStore& store, const int32_t* users, const int32_t* items, int n) {
+  MLPD_CHECK(n >= 0 && n <= m.spec.max_batch, "NeuMF batch exceeds the model's max batch");
+  const auto& L = m.spec.mlp_layers;
+  const int F = m.spec.mf_dim, E = L[0] / 2, zw = F + L.back();
+  embedding_gather(param_ptr(store, m.gmf_user), F, users, n, m.gmf_u.data(), F);
+  embedding_gather(param_ptr(store, m.gmf_item), F, items, n, m.gmf_i.data(), F);
+  embedding_gather(param_ptr(store, m.mlp_user), E, users, n, m.x0.data(), L[0]);
+  embedding_gather(param_ptr(store, m.mlp_item), E, items, n, m.x0.data() + E, L[0]);
+  const float* x = m.x0.data();
+  for (size_t j = 1; j < L.size(); ++j) {
+    float* y = m.h[j - 1].data();
+    linear_forward(x, n, L[j - 1], L[j], param_ptr(store, m.w[j - 1]), param_ptr(store, m.b[j - 1]), y);
+    relu_forward(y, y, rows_x(n, L[j]));
+    x = y;
+  }
+  // z = [GMF, MLP out]
+  gmf_forward(m.gmf_u.data(), F, m.gmf_i.data(), F, n, F, m.z.data(), zw);
+  const int Lk = L.back();
+  for (int i = 0; i < n; ++i) std::memcpy(m.z.data() + rows_x(i, zw) + F, x + rows_x(i, Lk), sizeof(float) * Lk);
+  linear_forward(m.z.data(), n, zw, 1, param_ptr(store, m.final_w), param_ptr(store, m.final_b), m.logits.data());
+  return m.logits.data();
+}
+
+void neumf_backward(NeuMF& m, ParamStore& store, const int32_t* users, const int32_t* items, int n,
+                    const float* dlogits, const std::function<void(size_t)>& ready) {
+  const auto& L = m.spec.mlp_layers;
+  const int F = m.spec.mf_dim, E = L[0] / 2, zw = F + L.back(), Lk = L.back();
+  auto done = [&](size_t view) {
+    if (ready) ready(view);
+  };
+  linear_backward(m.z.data(), dlogits, n, zw, 1, param_ptr(store, m.final_w), m.dz.data(), grad_ptr(store, m.final_w),
+                  grad_ptr(store, m.final_b));
+  done(m.final_b);
+  done(m.final_w);
+  // MLP branch: dh = dz[:, F:], then down the tower.
+  float* dh = m.dh_a.data();
+  float* other = m.dh_b.data();
+  for (int i = 0; i < n; ++i) std::memcpy(dh + rows_x(i, Lk), m.dz.data() + rows_x(i, zw) + F, sizeof(float) * Lk);
+  for (size_t j = L.size() - 1; j >= 1; --j) {
+    const float* y = m.h[j - 1].data();
+    relu_backward(y, dh, dh, rows_x(n, L[j]));
+    const float* x = j >= 2 ? m.h[j - 2].data() : m.x0.data();
+    float* dx = j >= 2 ? other : m.dx0.data();
+    linear_backward(x, dh, n, L[j - 1], L[j], param_ptr(store, m.w[j - 1]), dx, grad_ptr(store, m.w[j - 1]),
+                    grad_ptr(store, m.b[j - 1]));
+    done(m.b[j - 1]);
+    done(m.w[j - 1]);
+    std::swap(dh, other);
+  }
+  embedding_scatter_add(grad_ptr(store, m.mlp_item), E, items, n, m.dx0.data() + E, L[0]);
+  done(m.mlp_item);
+  embedding_scatter_add(grad_ptr(store, m.mlp_user), E, users, n, m.dx0.data(), L[0]);
+  done(m.mlp_user);
+  // GMF branch.
+  gmf_backward(m.gmf_u.data(), F, m.gmf_i.data(), F, m.dz.data(), zw, n, F, m.dgmf_u.data(), m.dgmf_i.data());
+  embedding_scatter_add(grad_ptr(store, m.gmf_item), F, items, n, m.dgmf_i.data(), F);
+  done(m.gmf_item);
+  embedding_scatter_add(grad_ptr(store, m.gmf_user), F, users, n, m.dgmf_u.data(), F);
+  done(m.gmf_user);
+}
+
+void neumf_eval_prepare(NeuMF& m, const ParamStore& store) {
+  const auto& L = m.spec.mlp_layers;
+  const int E = L[0] / 2, L1 = L[1];
+  const int items = static_cast<int>(m.spec.items);
+  m.item_l1.resize(rows_x(items, L1));
+  m.user_l1.resize(static_cast<size_t>(L1));
+  // item_l1 = Q^M [items, E] * W1[E:2E, :]
+  gemm(false, false, items, L1, E, 1.0f, param_ptr(store, m.mlp_item), E, param_ptr(store, m.w[0]) + rows_x(E, L1), L1,
+       0.0f, m.item_l1.data(), L1);
+}
+
+const float* neumf_score_user(NeuMF& m, const ParamStore& store, int32_t user, const int32_t* items, int n) {
+  MLPD_CHECK(n >= 0 && n <= m.spec.max_batch, "NeuMF batch exceeds the model's max batch");
+  MLPD_CHECK(!m.item_l1.empty(), "neumf_score_user before neumf_eval_prepare");
+  const auto& L = m.spec.mlp_layers;
+  const int F = m.spec.mf_dim, E = L[0] / 2, L1 = L[1], zw = F + L.back();
+  // User half of layer 1 plus its bias.
+  linear_forward(param_ptr(store, m.mlp_user) + rows_x(user, E), 1, E, L1, param_ptr(store, m.w[0]),
+                 param_ptr(store, m.b[0]), m.user_l1.data());
+  float* h1 = m.h[0].data();
+  for (int i = 0; i < n; ++i) {
+    const float* __restrict a = m.item_l1.data() + rows_x(items[i], L1);
+    const float* __restrict u = m.user_l1.data();
+    float* __restrict y = h1 + rows_x(i, L1);
+    for (int j = 0; j < L1; ++j) y[j] = std::fmax(u[j] + a[j], 0.0f);
+  }
+  const float* x = h1;
+  for (size_t j = 2; j < L.size(); ++j) {
+    float* y = m.h[j - 1].data();
+    linear_forward(x, n, L[j - 1], L[j], param_ptr(store, m.w[j - 1]), param_ptr(store, m.b[j - 1]), y);
+    relu_forward(y, y, rows_x(n, L[j]));
+    x = y;
+  }
+  // GMF: the user's vector times each item's.
+  const float* pu = param_ptr(store, m.gmf_user) + rows_x(user, F);
+  embedding_gather(param_ptr(store, m.gmf_item), F, items, n, m.gmf_i.data(), F);
+  const int Lk = L.back();
+  for (int i = 0; i < n; ++i) {
+    float* zr = m.z.data() + rows_x(i, zw);
+    const float* qi = m.gmf_i.data() + rows_x(i, F);
+    for (int j = 0; j < F; ++j) zr[j] = pu[j] * qi[j];
+    std::memcpy(zr + F, x + rows_x(i, Lk), sizeof(float) * Lk);
+  }
+  linear_forward(m.z.data(), n, zw, 1, param_ptr(store, m.final_w), param_ptr(store, m.final_b), m.logits.data());
+  return m.logits.data();
+}
+
+std::string neumf_summary(const NeuMF& m, const ParamStore& store) {
+  const auto& L = m.spec.mlp_layers;
+  std::string layers;
+  for (size_t j = 0; j < L.size(); ++j) {
+    if (j) layers.push_back('-');
+    layers.append(std::to_string(L[j]));
+  }
+  size_t emb = 0;
+  for (size_t v : {m.gmf_user, m.gmf_item, m.mlp_user, m.mlp_item}) emb += store.views[v].count;
+  return "NeuMF: " + std::to_string(m.spec.users) + " users, " + std::to_string(m.spec.items) + " items, GMF " +
+         std::to_string(m.spec.mf_dim) + ", MLP " + layers + " (embeddings " + std::to_string(L[0] / 2) + "), " +
+         std::to_string(store.param_count) + " parameters (" + std::to_string(emb) + " in embeddings)";
+}
+
+double neumf_train_flops_per_sample(const NeuMF& m) {
+  const auto& L = m.spec.mlp_layers;
+  double macs = m.spec.mf_dim + L.back();
+  for (size_t j = 1; j < L.size(); ++j) macs += static_cast<double>(L[j - 1]) * L[j];
+  return 3.0 * 2.0 * macs;  // backward ~ 2x forward
+}
+
+}  // namespace mlpd
