@@ -37,4 +37,38 @@ float lars_update(float* p, const float* g, float* m, size_t n, float lr, float 
   return trust;
 }
 
+void adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, size_t n,
+                 float lr, float b1, float b2, float eps, float bias1, float bias2) {
+  const float step = lr / bias1, inv_sqrt_b2 = 1.0f / std::sqrt(bias2);
+  for (size_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float mi = b1 * m[i] + (1.0f - b1) * gi;
+    const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= step * mi / (std::sqrt(vi) * inv_sqrt_b2 + eps);
+  }
+}
+
+void lazy_adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
+                      size_t n, float lr, float b1, float b2, float eps, float bias1, float bias2) {
+  const float step = lr / bias1, inv_sqrt_b2 = 1.0f / std::sqrt(bias2);
+  constexpr size_t kBlock = 16;
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = b + kBlock < n ? b + kBlock : n;
+    bool any = false;
+    for (size_t i = b; i < e; ++i) any |= g[i] != 0.0f;
+    if (!any) continue;
+    for (size_t i = b; i < e; ++i) {
+      const float gi = g[i];
+      if (gi == 0.0f) continue;
+      const float mi = b1 * m[i] + (1.0f - b1) * gi;
+      const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+      m[i] = mi;
+      v[i] = vi;
+      p[i] -= step * mi / (std::sqrt(vi) * inv_sqrt_b2 + eps);
+    }
+  }
+}
+
 }  // namespace mlpd

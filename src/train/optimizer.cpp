@@ -3,7 +3,6 @@
 #include "core/check.h"
 #include <cmath>
 
-#include "kernels/ncf_ops.h"
 #include "kernels/optim.h"
 
 namespace mlpd {

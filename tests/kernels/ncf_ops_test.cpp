@@ -8,6 +8,7 @@
 #include "grad_check.h"
 #include "kernels/embedding.h"
 #include "kernels/ncf_ops.h"
+#include "kernels/optim.h"
 
 using namespace mlpd;
 using namespace mlpd::test;
