@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "comm/watchdog.h"
 #include "core/check.h"
 
 namespace mlpd {
@@ -25,7 +26,9 @@ World init_world(int* argc, char*** argv) {
   MPI_CHECK(MPI_Initialized(&initialised));
   if (!initialised) {
     int provided = 0;
-    // Funneled: only the main thread calls MPI; prefetch threads never do.
+    // Funneled: only the main thread calls MPI; prefetch threads never do, and neither does the
+    // communicator (its overlap is progressed from the main thread) nor the hang watchdog (it
+    // reads a shared-memory board and never calls MPI).
     MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
     g_we_initialised = true;
   }
@@ -51,10 +54,13 @@ World init_world(int* argc, char*** argv) {
     if (r == leader_world_rank) w.node = w.nodes;
     w.nodes += leaders[static_cast<size_t>(r)];
   }
+  // The hang watchdog's side channel (a shared-memory board per node) and its thread.
+  watchdog_init(w);
   return w;
 }
 
 void finalize_world(World& w) {
+  watchdog_shutdown();
   if (w.node_comm != MPI_COMM_NULL) MPI_Comm_free(&w.node_comm);
   int finalized = 0;
   MPI_Finalized(&finalized);

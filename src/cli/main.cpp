@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   mlpd::cli::add_prepare_command(app, prepare);
   mlpd::cli::CheckArgs check;
   mlpd::cli::add_check_command(app, check);
+  mlpd::cli::CommBenchArgs comm_bench;
+  mlpd::cli::add_comm_bench_command(app, comm_bench);
 
   try {
     app.parse(argc, argv);
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("train")) return mlpd::cli::run_train_command(train, argc, argv);
     if (app.got_subcommand("prepare")) return mlpd::cli::run_prepare_command(prepare);
     if (app.got_subcommand("check")) return mlpd::cli::run_check_command(check);
+    if (app.got_subcommand("comm-bench")) return mlpd::cli::run_comm_bench_command(comm_bench, argc, argv);
   } catch (const mlpd::UserError& e) {
     std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
     return e.exit_code;
