@@ -40,6 +40,10 @@ inline constexpr const char* kTrainSamples = "train_samples";
 inline constexpr const char* kEvalSamples = "eval_samples";
 inline constexpr const char* kModelBnSpan = "model_bn_span";
 
+// Ours: the whole resolved config (defaults + --config + --set) as one JSON object, so a result
+// can be reproduced from its log alone. The official checker ignores keys it does not know.
+inline constexpr const char* kMlpdConfig = "mlperf_dist_config";
+
 // ---- optimizer: generic ----
 inline constexpr const char* kOptName = "opt_name";
 inline constexpr const char* kOptBaseLearningRate = "opt_base_learning_rate";

@@ -150,6 +150,7 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
   trace.max_steps = opts.trace_steps;
   connect_gradients(*wl, *comm, &trace);
 
+  mllog_event(log, keys::kMlpdConfig, cfg);
   mllog_event(log, keys::kSeed, seed);
   mllog_event(log, keys::kGlobalBatchSize, wl->global_batch);
   mllog_event(log, keys::kTrainSamples, wl->train_samples);
@@ -218,11 +219,11 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
         break;
       }
       if (rank0 && (seconds_since(last_print) >= opts.progress_seconds || b + 1 == wl->batches_per_epoch)) {
-        std::printf("epoch %d step %lld/%lld | loss %.4f | lr %.4g | %.0f ms | %.0f samples/s\n", epoch,
+        std::printf("epoch %d step %lld/%lld | loss %.4f | lr %.4g | %.0f ms | %.0f %s/s\n", epoch,
                     static_cast<long long>(b + 1), static_cast<long long>(wl->batches_per_epoch),
                     window_loss / static_cast<double>(window_steps), lr,
                     1000.0 * window_seconds / static_cast<double>(window_steps),
-                    static_cast<double>(window_samples) / window_seconds);
+                    static_cast<double>(window_samples) / window_seconds, wl->sample_unit.c_str());
         std::fflush(stdout);
         last_print = Clock::now();
         window_loss = window_seconds = 0.0;
@@ -265,6 +266,7 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
                 {{keys::kFirstEpochNum, epoch - (epoch - 1) % wl->eval_every_epochs}});
   }
   r.status = r.success ? keys::kSuccess : keys::kAborted;
+  r.sample_unit = wl->sample_unit;
   mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, r.status}});
   r.time_to_train_s = seconds_since(run_clock);
   r.steps = step;
@@ -301,13 +303,13 @@ std::string format_summary(const TrainOptions& opts, const World& w, const nlohm
                 "time to train: %.1f s (run_start to run_stop)\n"
                 "epochs: %d (%lld steps, %.1f ms per step)\n"
                 "final metric: %.4f\n"
-                "throughput: %.0f samples/s\n"
+                "throughput: %.0f %s/s\n"
                 "communication: %.1f%% of step time\n"
                 "result log: %s\n",
                 opts.benchmark.c_str(), opts.scale.c_str(), w.size, w.nodes,
                 static_cast<long long>(cfg.at("global_batch_size").get<int64_t>()), r.status.c_str(), r.time_to_train_s,
                 r.epochs, static_cast<long long>(r.steps), r.mean_step_ms, r.final_metric, r.throughput,
-                100.0 * r.comm_share, r.result_path.empty() ? "(none)" : r.result_path.c_str());
+                r.sample_unit.c_str(), 100.0 * r.comm_share, r.result_path.empty() ? "(none)" : r.result_path.c_str());
   return buf;
 }
 

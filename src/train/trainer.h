@@ -38,6 +38,7 @@ struct TrainResult {
   int epochs = 0;
   double final_metric = 0.0;
   double throughput = 0.0;       // training samples per second (all ranks), train steps only
+  std::string sample_unit = "samples";
   double comm_share = 0.0;       // share of step time spent in gradient communication
   int64_t steps = 0;
   double mean_step_ms = 0.0;

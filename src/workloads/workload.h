@@ -40,6 +40,7 @@ struct Workload {
   std::string metric_name;        // e.g. "top1"
   std::vector<std::string> extra_metric_names;  // reported beside the metric, not a target
   std::string model_summary;
+  std::string sample_unit = "samples";  // in throughput figures: "img" for image workloads
   ParamStore store;
   int64_t train_samples = 0;      // whole training set
   int64_t eval_samples = 0;       // whole eval set

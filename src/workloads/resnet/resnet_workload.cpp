@@ -116,6 +116,7 @@ std::unique_ptr<Workload> make_resnet_workload(const std::string& scale, const n
   w->benchmark = "resnet";
   w->scale = scale;
   w->metric_name = "top1";
+  w->sample_unit = "img";
   w->eval_every_epochs = scale == "reference" ? 4 : 1;
   s->rank = ctx.rank;
   s->ranks = ctx.ranks;
