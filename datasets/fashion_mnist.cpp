@@ -1,6 +1,5 @@
 #include "datasets/fashion_mnist.h"
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -215,27 +214,7 @@ PreparedImages prepare_fashion_mnist(const std::string& idx_dir, const std::stri
   const double var = std::max(0.0, sumsq / total - mean * mean);
   double mean_std[2] = {mean, var > 0 ? std::sqrt(var) : 1.0};
 
-  const fs::path out(out_h5);
-  std::error_code ec;
-  if (out.has_parent_path()) {
-    fs::create_directories(out.parent_path(), ec);
-    if (ec) throw UserError("cannot create directory " + out.parent_path().string() + ": " + ec.message());
-  }
-  const std::string tmp = out_h5 + ".tmp." + std::to_string(::getpid());
-  try {
-    H5Quiet quiet;
-    write_file(tmp, idx_dir, train, eval, mean_std);
-    fs::rename(tmp, out);
-  } catch (const H5Error& e) {
-    fs::remove(tmp, ec);
-    throw UserError("cannot write " + out_h5 + ": " + e.what());
-  } catch (const fs::filesystem_error& e) {
-    fs::remove(tmp, ec);
-    throw UserError("cannot write " + out_h5 + ": " + e.what());
-  } catch (...) {
-    fs::remove(tmp, ec);
-    throw;
-  }
+  write_h5_atomically(out_h5, [&](const std::string& tmp) { write_file(tmp, idx_dir, train, eval, mean_std); });
 
   PreparedImages r;
   r.train = train.images.n;

@@ -1,4 +1,7 @@
 #include "datasets/h5.h"
+#include "core/check.h"
+#include <unistd.h>
+#include <filesystem>
 
 #include <vector>
 
@@ -150,6 +153,32 @@ bool h5_has_path(hid_t file, const std::string& path) {
     pos = next;
   }
   return true;
+}
+
+
+void write_h5_atomically(const std::string& out_h5, const std::function<void(const std::string& tmp_path)>& write) {
+  namespace fs = std::filesystem;
+  const fs::path out(out_h5);
+  std::error_code ec;
+  if (out.has_parent_path()) {
+    fs::create_directories(out.parent_path(), ec);
+    if (ec) throw UserError("cannot create directory " + out.parent_path().string() + ": " + ec.message());
+  }
+  const std::string tmp = out_h5 + ".tmp." + std::to_string(::getpid());
+  try {
+    H5Quiet quiet;
+    write(tmp);
+    fs::rename(tmp, out);
+  } catch (const H5Error& e) {
+    fs::remove(tmp, ec);
+    throw UserError("cannot write " + out_h5 + ": " + e.what());
+  } catch (const fs::filesystem_error& e) {
+    fs::remove(tmp, ec);
+    throw UserError("cannot write " + out_h5 + ": " + e.what());
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
 }
 
 }  // namespace mlpd

@@ -4,6 +4,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -84,5 +85,10 @@ int64_t h5_read_attr_i64(hid_t obj, const char* name);
 double h5_read_attr_f64(hid_t obj, const char* name);
 // True when `path` (e.g. "/train/images") exists, checking each component in turn.
 bool h5_has_path(hid_t file, const std::string& path);
+
+// Writes a prepared file safely: creates the output directory, calls write(tmp_path) with HDF5's
+// error printing off, then renames tmp to out_h5. Never leaves a half-written file under the final
+// name; on failure removes the temporary and throws a UserError naming out_h5.
+void write_h5_atomically(const std::string& out_h5, const std::function<void(const std::string& tmp_path)>& write);
 
 }  // namespace mlpd

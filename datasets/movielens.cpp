@@ -1,6 +1,5 @@
 #include "datasets/movielens.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -230,15 +229,7 @@ PreparedRatings prepare_movielens(const std::string& csv_path, const std::string
   }
   r.train = static_cast<int64_t>(train_users.size());
 
-  const fs::path out(out_h5);
-  std::error_code ec;
-  if (out.has_parent_path()) {
-    fs::create_directories(out.parent_path(), ec);
-    if (ec) throw UserError("cannot create directory " + out.parent_path().string() + ": " + ec.message());
-  }
-  const std::string tmp = out_h5 + ".tmp." + std::to_string(::getpid());
-  try {
-    H5Quiet quiet;
+  write_h5_atomically(out_h5, [&](const std::string& tmp) {
     {
       H5Id file(H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
       h5_write_attr_str(file, layout::kAttrFormat, layout::kFormatName);
@@ -274,17 +265,7 @@ PreparedRatings prepare_movielens(const std::string& csv_path, const std::string
       }
       file.close();
     }
-    fs::rename(tmp, out);
-  } catch (const H5Error& e) {
-    fs::remove(tmp, ec);
-    throw UserError("cannot write " + out_h5 + ": " + e.what());
-  } catch (const fs::filesystem_error& e) {
-    fs::remove(tmp, ec);
-    throw UserError("cannot write " + out_h5 + ": " + e.what());
-  } catch (...) {
-    fs::remove(tmp, ec);
-    throw;
-  }
+  });
   return r;
 }
 
