@@ -52,6 +52,7 @@ struct CommBenchArgs {
   double compute_us = 0;     // overlap: compute kernel length per iteration (0: the measured comm time)
   std::string json;
   int test_hang_rank = -1;   // test hook: this rank skips a collective (watchdog test)
+  bool side_by_side = false; // allreduce: plain MPI_Allreduce and the trainer's path, alternating iterations
 };
 void add_comm_bench_command(CLI::App& app, CommBenchArgs& a);
 int run_comm_bench_command(CommBenchArgs& a, int argc, char** argv);

@@ -1,0 +1,359 @@
+// Bucketing ("what is ready to reduce") and scheduling; the backends ("how") are in backend_*.cpp.
+#include "comm/communicator.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "comm/backend.h"
+#include "comm/watchdog.h"
+#include "core/check.h"
+
+namespace mlpd {
+
+namespace comm_detail {
+
+constexpr size_t kMaxSpans = 16384;
+constexpr size_t kMpiMaxJob = 262144;  // elements per MPI_Iallgather job (1 MiB in fp32)
+
+struct Bucket {
+  size_t offset = 0, count = 0, lo = 0, hi = 0;  // elements; views lo..hi (forward indices)
+  int nviews = 0, ready = 0;
+  bool started = false, done = false;
+  Backend* be = nullptr;
+  uint64_t last_job = 0;  // done when be->completed() > last_job
+  uint64_t watch = 0;
+  double t0 = 0;
+};
+
+struct Pending {  // an allreduce_sum in flight
+  bool active = false;
+  Backend* be = nullptr;
+  uint64_t last_job = 0, watch = 0;
+  double t0 = 0;
+  size_t bytes = 0;
+};
+
+std::string mb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, bytes < 1e6 ? "%.3g" : "%.1f", bytes / 1e6);
+  return b;
+}
+
+}  // namespace comm_detail
+using namespace comm_detail;
+
+class Communicator {
+ public:
+  World* w = nullptr;
+  CommConfig cfg;
+  WirePrecision prec = WirePrecision::fp32;
+  Topology topo;
+  std::unique_ptr<Backend> small_be, large_be;  // the same object may serve both (large_be empty)
+  size_t small_bytes = 0;
+  double bucket_mb = 0, first_mb = 0;
+  std::vector<Bucket> bkts;
+  std::vector<int> view_bucket;
+  size_t next_start = 0;
+  bool in_step = false;
+  Pending flat;
+  std::vector<CommSpan> spans;
+  size_t spans_dropped = 0;
+
+  Backend* small() { return small_be.get(); }
+  Backend* large() { return large_be ? large_be.get() : small_be.get(); }
+  Backend* for_bytes(size_t bytes) {
+    if (!small_be) return nullptr;
+    return bytes < small_bytes ? small() : large();
+  }
+
+  ~Communicator() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    if (small_be) wait_all();
+    small_be.reset();
+    large_be.reset();
+    for (MPI_Comm* c : {&topo.rail, &topo.node, &topo.world})
+      if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+  }
+
+  void span(const char* name, int bucket, double t0, double t1, size_t bytes) {
+    if (spans.size() >= kMaxSpans) {
+      ++spans_dropped;
+      return;
+    }
+    spans.push_back(CommSpan{name, bucket, t0, t1, bytes});
+  }
+
+  // Submits [data, data+n) as jobs of at most the backend's size; returns the last job id.
+  uint64_t submit(Backend* be, float* data, size_t n, size_t region_base, bool alternate) {
+    uint64_t last = 0;
+    const size_t mj = be->max_job();
+    size_t k = 0;
+    for (size_t off = 0; off < n; off += mj, ++k) {
+      size_t m = std::min(mj, n - off);
+      size_t region = alternate ? ((2 * mj <= be->region_space()) ? (k % 2) * mj : 0) : region_base + off;
+      last = be->submit(data + off, m, region);
+    }
+    return last;
+  }
+
+  void start_bucket(ParamStore& s, size_t b) {
+    Bucket& k = bkts[b];
+    k.started = true;
+    k.t0 = MPI_Wtime();
+    k.be = for_bytes(k.count * 4);
+    if (!k.be) {  // one rank: nothing to reduce
+      k.done = true;
+      span("allreduce", static_cast<int>(b), k.t0, k.t0, k.count * 4);
+      return;
+    }
+    k.watch = watch_begin("allreduce_gradients", static_cast<int>(b));
+    k.last_job = submit(k.be, s.grads.data() + k.offset, k.count, k.offset, false);
+  }
+
+  void start_ready(ParamStore& s, bool all) {
+    while (next_start < bkts.size() && (all || bkts[next_start].ready == bkts[next_start].nviews))
+      start_bucket(s, next_start++);
+  }
+
+  // Advances every backend; retires finished buckets and the pending flat allreduce.
+  bool progress_all() {
+    bool idle = true;
+    if (small_be) idle = small_be->progress() && idle;
+    if (large_be) idle = large_be->progress() && idle;
+    for (size_t b = 0; b < bkts.size(); ++b) {
+      Bucket& k = bkts[b];
+      if (!k.started || k.done) continue;
+      if (k.be->completed() > k.last_job) {
+        k.done = true;
+        watch_end(k.watch);
+        span("allreduce", static_cast<int>(b), k.t0, MPI_Wtime(), k.count * 4);
+      }
+    }
+    if (flat.active && flat.be->completed() > flat.last_job) {
+      flat.active = false;
+      watch_end(flat.watch);
+      span("allreduce_sum", -1, flat.t0, MPI_Wtime(), flat.bytes);
+    }
+    return idle;
+  }
+
+  void wait_all() {
+    if (small_be) small_be->flush();
+    if (large_be) large_be->flush();
+    int spins = 0;
+    while (!progress_all()) idle_wait(spins);
+  }
+};
+
+void destroy_communicator(Communicator* c) { delete c; }
+
+namespace {
+
+void build_topology(Communicator& c) {
+  World& w = *c.w;
+  Topology& t = c.topo;
+  MPI_CHECK(MPI_Comm_dup(w.comm, &t.world));
+  t.rank = w.rank;
+  t.size = w.size;
+  if (c.cfg.ranks_per_node > 0) {
+    MPI_CHECK(MPI_Comm_split(t.world, w.rank / c.cfg.ranks_per_node, w.rank, &t.node));
+  } else {
+    MPI_CHECK(MPI_Comm_split_type(t.world, MPI_COMM_TYPE_SHARED, w.rank, MPI_INFO_NULL, &t.node));
+  }
+  MPI_CHECK(MPI_Comm_rank(t.node, &t.local_rank));
+  MPI_CHECK(MPI_Comm_size(t.node, &t.local_size));
+  // Node index = order of the nodes' lowest world ranks.
+  int leader = w.rank;
+  MPI_CHECK(MPI_Bcast(&leader, 1, MPI_INT, 0, t.node));
+  std::vector<int> leaders(static_cast<size_t>(t.size)), locals(static_cast<size_t>(t.size));
+  MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, t.world));
+  MPI_CHECK(MPI_Allgather(&t.local_rank, 1, MPI_INT, locals.data(), 1, MPI_INT, t.world));
+  std::vector<int> node_leaders;
+  for (int r = 0; r < t.size; ++r)
+    if (leaders[static_cast<size_t>(r)] == r) node_leaders.push_back(r);
+  t.nodes = static_cast<int>(node_leaders.size());
+  t.order.clear();
+  t.groups.clear();
+  for (int g = 0; g < t.nodes; ++g) {
+    t.groups.push_back(static_cast<int>(t.order.size()));
+    int count = 0;
+    for (int r = 0; r < t.size; ++r)  // ranks of a node in world order == local-rank order (key = rank)
+      if (leaders[static_cast<size_t>(r)] == node_leaders[static_cast<size_t>(g)]) {
+        t.order.push_back(r);
+        ++count;
+      }
+    if (count != t.local_size) t.uniform = false;
+    if (node_leaders[static_cast<size_t>(g)] == leader) t.node_index = g;
+  }
+  int uniform = t.uniform ? 1 : 0, all_uniform = 0;
+  MPI_CHECK(MPI_Allreduce(&uniform, &all_uniform, 1, MPI_INT, MPI_MIN, t.world));
+  t.uniform = all_uniform != 0;
+  MPI_CHECK(MPI_Comm_split(t.world, t.local_rank, t.node_index, &t.rail));
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg, const ParamStore& store) {
+  auto c = std::unique_ptr<Communicator>(new Communicator);
+  c->w = &w;
+  c->cfg = cfg;
+  c->prec = parse_precision(cfg.precision);
+  set_comm_timeout(cfg.timeout_s);
+  const std::string& be = cfg.backend;
+  if (be != "auto" && be != "mpi" && be != "hierarchical" && be != "nccl")
+    throw UserError("unknown communication backend '" + be + "' (expected auto, mpi, hierarchical or nccl)");
+  const bool gpu = be == "nccl";
+  c->bucket_mb = cfg.bucket_mb > 0 ? cfg.bucket_mb : (gpu ? kDefaultGpuBucketMb : kDefaultBucketMb);
+  c->first_mb = cfg.first_bucket_mb > 0 ? cfg.first_bucket_mb : std::min(kDefaultFirstBucketMb, c->bucket_mb);
+  c->small_bytes = static_cast<size_t>((cfg.small_kb > 0 ? cfg.small_kb : kDefaultSmallKb) * 1024);
+  const size_t chunk = std::max<size_t>(4096, static_cast<size_t>((cfg.chunk_kb > 0 ? cfg.chunk_kb : kDefaultChunkKb) * 256));
+
+  // Buckets: views in reverse order; the first bucket is small so communication starts early.
+  const size_t nv = store.views.size();
+  c->view_bucket.assign(nv, -1);
+  for (size_t i = nv; i > 0;) {
+    Bucket k;
+    k.hi = i - 1;
+    const double cap = (c->bkts.empty() ? c->first_mb : c->bucket_mb) * 1e6;
+    size_t lo = i - 1;
+    while (lo > 0) {
+      size_t end = store.views[k.hi].offset + store.views[k.hi].count;
+      if (static_cast<double>(end - store.views[lo - 1].offset) * 4 > cap) break;
+      --lo;
+    }
+    k.lo = lo;
+    k.offset = store.views[lo].offset;
+    k.count = store.views[k.hi].offset + store.views[k.hi].count - k.offset;
+    k.nviews = static_cast<int>(k.hi - k.lo + 1);
+    for (size_t v = lo; v <= k.hi; ++v) c->view_bucket[v] = static_cast<int>(c->bkts.size());
+    c->bkts.push_back(k);
+    i = lo;
+  }
+  c->spans.reserve(1024);
+
+  if (w.size > 1) {
+    build_topology(*c);
+    set_idle_policy(w.local_size);
+    const size_t grads = std::max<size_t>(store.grads.size(), 1);
+    if (be == "nccl") {
+      c->small_be = make_nccl_backend(w, c->topo, c->prec, std::max(grads, chunk));
+      c->small_bytes = 0;
+    } else if (be == "mpi") {
+      c->small_be = make_mpi_backend(c->topo, c->prec, kMpiMaxJob);
+      c->small_bytes = 0;
+    } else if (be == "hierarchical" || !c->topo.uniform) {
+      if (!c->topo.uniform && be == "hierarchical")
+        throw UserError("hierarchical backend: nodes have different numbers of ranks; use --backend mpi");
+      if (c->topo.uniform) {
+        c->small_be = make_hierarchical_backend(c->topo, c->prec, 0, chunk);
+        c->small_bytes = 0;
+      } else {
+        c->small_be = make_mpi_backend(c->topo, c->prec, kMpiMaxJob);
+        c->small_bytes = 0;
+      }
+    } else {  // auto
+      c->small_be = make_mpi_backend(c->topo, c->prec, std::max<size_t>(c->small_bytes / 4, 1));
+      c->large_be = make_hierarchical_backend(c->topo, c->prec, 0, chunk);
+    }
+  }
+  return c;
+}
+
+void grads_begin_step(Communicator& c) {
+  c.wait_all();  // nothing from a previous step may still use the buffers
+  for (Bucket& k : c.bkts) {
+    k.ready = 0;
+    k.started = k.done = false;
+  }
+  c.next_start = 0;
+  c.in_step = true;
+}
+
+void grad_ready(Communicator& c, ParamStore& s, size_t view) {
+  MLPD_CHECK(view < c.view_bucket.size(), "grad_ready: view index out of range");
+  Bucket& k = c.bkts[static_cast<size_t>(c.view_bucket[view])];
+  MLPD_CHECK(k.ready < k.nviews, "grad_ready: a view was signalled twice in one step (or grads_begin_step is missing)");
+  ++k.ready;
+  if (c.cfg.overlap) c.start_ready(s, false);
+  c.progress_all();
+}
+
+double grads_finish_step(Communicator& c, ParamStore& s) {
+  const double t0 = MPI_Wtime();
+  c.start_ready(s, true);  // buckets never signalled (or overlap off) start now, in order
+  c.wait_all();
+  c.in_step = false;
+  return MPI_Wtime() - t0;
+}
+
+bool comm_progress(Communicator& c) { return c.progress_all(); }
+
+void allreduce_sum_start(Communicator& c, float* data, size_t n) {
+  c.wait_all();
+  Backend* be = c.for_bytes(n * 4);
+  if (!be || n == 0) return;
+  c.flat.active = true;
+  c.flat.be = be;
+  c.flat.t0 = MPI_Wtime();
+  c.flat.bytes = n * 4;
+  c.flat.watch = watch_begin("allreduce_sum");
+  c.flat.last_job = c.submit(be, data, n, 0, true);
+}
+
+void allreduce_sum_wait(Communicator& c) { c.wait_all(); }
+
+void allreduce_sum(Communicator& c, float* data, size_t n) {
+  allreduce_sum_start(c, data, n);
+  c.wait_all();
+}
+
+std::vector<CommSpan> take_spans(Communicator& c) {
+  std::vector<CommSpan> out;
+  out.swap(c.spans);
+  c.spans.reserve(1024);
+  c.spans_dropped = 0;
+  return out;
+}
+
+std::string backend_for_bytes(const Communicator& c, size_t bytes) {
+  auto& m = const_cast<Communicator&>(c);
+  Backend* be = m.for_bytes(bytes);
+  return be ? be->name() : "none";
+}
+
+std::vector<BucketInfo> buckets(const Communicator& c) {
+  std::vector<BucketInfo> out;
+  for (const Bucket& k : c.bkts) out.push_back({k.offset, k.count, k.lo, k.hi, backend_for_bytes(c, k.count * 4)});
+  return out;
+}
+
+std::string describe(const Communicator& c) {
+  std::string s = "comm: backend " + c.cfg.backend;
+  if (!c.small_be) {
+    s += " (1 rank: none)";
+  } else if (c.large_be) {
+    s += " (" + std::string(c.small_be->name()) + " below " + std::to_string(c.small_bytes / 1024) + " KiB, " +
+         c.large_be->name() + " above)";
+  } else {
+    s += " (" + std::string(c.small_be->name()) + ")";
+  }
+  if (c.small_be)
+    s += ", " + std::to_string(c.topo.nodes) + " node(s) x " + std::to_string(c.topo.local_size) + " ranks";
+  s += ", " + std::to_string(c.bkts.size()) + " buckets [";
+  for (size_t b = 0; b < c.bkts.size(); ++b) {
+    if (b) s += " ";
+    if (b == 6 && c.bkts.size() > 8) {
+      s += "... " + mb(static_cast<double>(c.bkts.back().count) * 4);
+      break;
+    }
+    s += mb(static_cast<double>(c.bkts[b].count) * 4);
+  }
+  s += "] MB (first " + mb(c.first_mb * 1e6) + ", cap " + mb(c.bucket_mb * 1e6) + "), precision " +
+       precision_name(c.prec) + ", overlap " + (c.cfg.overlap ? "on" : "off") + ", timeout " +
+       std::to_string(static_cast<int>(comm_timeout())) + " s";
+  return s;
+}
+
+}  // namespace mlpd

@@ -1,0 +1,179 @@
+#include "comm/reduce_kernels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+
+namespace mlpd {
+
+WirePrecision parse_precision(const std::string& s) {
+  if (s == "fp32") return WirePrecision::fp32;
+  if (s == "bf16") return WirePrecision::bf16;
+  if (s == "fp16") return WirePrecision::fp16;
+  throw UserError("unknown communication precision '" + s + "' (expected fp32, bf16 or fp16)");
+}
+
+const char* precision_name(WirePrecision p) {
+  switch (p) {
+    case WirePrecision::fp32: return "fp32";
+    case WirePrecision::bf16: return "bf16";
+    case WirePrecision::fp16: return "fp16";
+  }
+  return "?";
+}
+
+namespace {
+
+// Round to nearest even; NaN stays a quiet NaN.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+void to_fp16(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
+#else
+#error "fp16 wire precision needs F16C (build with -march=native on x86-64)"
+#endif
+}
+void from_fp16(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
+}
+
+constexpr size_t kTile = 1024;  // floats: one tile of partial sums stays in L1
+
+}  // namespace
+
+void encode_wire(const float* src, void* dst, size_t n, WirePrecision p) {
+  switch (p) {
+    case WirePrecision::fp32: std::memcpy(dst, src, n * 4); break;
+    case WirePrecision::bf16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+      break;
+    }
+    case WirePrecision::fp16: to_fp16(src, static_cast<uint16_t*>(dst), n); break;
+  }
+}
+
+void decode_wire(const void* src, float* dst, size_t n, WirePrecision p) {
+  switch (p) {
+    case WirePrecision::fp32: std::memcpy(dst, src, n * 4); break;
+    case WirePrecision::bf16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+      break;
+    }
+    case WirePrecision::fp16: from_fp16(static_cast<const uint16_t*>(src), dst, n); break;
+  }
+}
+
+void round_to_wire(float* x, size_t n, WirePrecision p) {
+  if (p == WirePrecision::fp32) return;
+  uint16_t tmp[kTile];
+  for (size_t off = 0; off < n; off += kTile) {
+    size_t m = std::min(kTile, n - off);
+    encode_wire(x + off, tmp, m, p);
+    decode_wire(tmp, x + off, m, p);
+  }
+}
+
+namespace {
+
+// Loads contribution k, elements [off, off+m), as fp32 (rounded to the wire precision).
+inline const float* load(const void* const* srcs, const float* const* srcs_f32, int k, size_t off, size_t m,
+                         WirePrecision p, float* scratch) {
+  if (srcs_f32 && srcs_f32[k]) {
+    if (p == WirePrecision::fp32) return srcs_f32[k] + off;
+    std::memcpy(scratch, srcs_f32[k] + off, m * 4);
+    round_to_wire(scratch, m, p);
+    return scratch;
+  }
+  if (p == WirePrecision::fp32) return static_cast<const float*>(srcs[k]) + off;
+  decode_wire(static_cast<const uint16_t*>(srcs[k]) + off, scratch, m, p);
+  return scratch;
+}
+
+}  // namespace
+
+namespace {
+
+// fp32, one group: out = ((x0 + x1) + x2) + ... in one pass (no partial sums through L1).
+template <int P>
+void sum_fp32_fused(const float* const* x, size_t n, float* out, float* wire) {
+  for (size_t i = 0; i < n; ++i) {
+    float acc = x[0][i];
+    for (int k = 1; k < P; ++k) acc += x[k][i];
+    out[i] = acc;
+    if (wire) wire[i] = acc;
+  }
+}
+
+}  // namespace
+
+void canonical_sum(const void* const* srcs, const float* const* srcs_f32, int count, const std::vector<int>& groups,
+                   size_t n, WirePrecision p, float* out_f32, void* out_wire) {
+  if (p == WirePrecision::fp32 && groups.size() == 1 && count >= 2 && count <= 4) {
+    // Fast path (one node, fp32). Elementwise, so out may alias a source at the same index.
+    const float* x[4];
+    for (int k = 0; k < count; ++k)
+      x[k] = srcs_f32 && srcs_f32[k] ? srcs_f32[k] : static_cast<const float*>(srcs[k]);
+    auto* wire = static_cast<float*>(out_wire);
+    switch (count) {
+      case 2: sum_fp32_fused<2>(x, n, out_f32, wire); return;
+      case 3: sum_fp32_fused<3>(x, n, out_f32, wire); return;
+      default: sum_fp32_fused<4>(x, n, out_f32, wire); return;
+    }
+  }
+  alignas(64) float total[kTile];
+  alignas(64) float node[kTile];
+  alignas(64) float scratch[kTile];
+  const int ngroups = static_cast<int>(groups.size());
+  for (size_t off = 0; off < n; off += kTile) {
+    const size_t m = std::min(kTile, n - off);
+    for (int g = 0; g < ngroups; ++g) {
+      const int k0 = groups[static_cast<size_t>(g)];
+      const int k1 = g + 1 < ngroups ? groups[static_cast<size_t>(g) + 1] : count;
+      float* acc = g == 0 ? total : node;
+      const float* x = load(srcs, srcs_f32, k0, off, m, p, scratch);
+      std::memcpy(acc, x, m * 4);
+      for (int k = k0 + 1; k < k1; ++k) {
+        x = load(srcs, srcs_f32, k, off, m, p, scratch);
+        for (size_t i = 0; i < m; ++i) acc[i] += x[i];
+      }
+      if (g > 0)
+        for (size_t i = 0; i < m; ++i) total[i] += node[i];
+    }
+    if (p == WirePrecision::fp32) {
+      std::memcpy(out_f32 + off, total, m * 4);
+      if (out_wire) std::memcpy(static_cast<float*>(out_wire) + off, total, m * 4);
+    } else {
+      uint16_t* w = out_wire ? static_cast<uint16_t*>(out_wire) + off : reinterpret_cast<uint16_t*>(scratch);
+      encode_wire(total, w, m, p);
+      decode_wire(w, out_f32 + off, m, p);
+    }
+  }
+}
+
+}  // namespace mlpd

@@ -1,0 +1,269 @@
+// Runs under mpirun at 1..4 ranks (oversubscribed). The communicator's sums are checked bit for
+// bit against a reference computed here from every rank's data in the canonical order.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "comm/collectives.h"
+#include "comm/communicator.h"
+#include "core/check.h"
+
+using namespace mlpd;
+
+namespace {
+
+World& world() {
+  static World w = init_world(nullptr, nullptr);
+  return w;
+}
+
+// Odd view sizes (some large enough for several hierarchical chunks), forward order.
+ParamStore make_store(uint32_t seed) {
+  ParamStore s;
+  std::mt19937 g(seed);
+  const size_t sizes[] = {3, 1, 4097, 27, 70001, 5, 999, 12289, 1, 300007, 17, 65, 8191, 33, 2};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "p%zu", i);
+    add_param(s, name, sizes[i] + g() % 3, i % 2 ? ParamKind::bias : ParamKind::weight);
+  }
+  finalize_params(s);
+  return s;
+}
+
+// Non-integer values whose sums depend on the order of additions, different on every rank.
+void fill_grads(ParamStore& s, int rank, int salt) {
+  std::mt19937 g(static_cast<uint32_t>(1234 + 7919 * rank + salt));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::fill(s.grads.begin(), s.grads.end(), 0.0f);
+  for (const auto& v : s.views)
+    for (size_t i = 0; i < v.count; ++i) s.grads[v.offset + i] = u(g) * std::pow(10.0f, static_cast<float>(g() % 7) - 3);
+}
+
+// Reference: gather every rank's buffer, sum in the canonical order (nodes of `rpn` consecutive
+// ranks, 0 = one node), with fp32 adds exactly as reduce_kernels.h defines them.
+std::vector<float> reference_sum(const std::vector<float>& mine, int rpn) {
+  World& w = world();
+  const size_t n = mine.size();
+  std::vector<float> all(n * static_cast<size_t>(w.size));
+  MPI_Allgather(mine.data(), static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD);
+  const int per = rpn > 0 ? rpn : w.size;
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    float total = 0;
+    for (int node0 = 0; node0 < w.size; node0 += per) {
+      float acc = all[static_cast<size_t>(node0) * n + i];
+      for (int r = node0 + 1; r < std::min(node0 + per, w.size); ++r) acc += all[static_cast<size_t>(r) * n + i];
+      total = node0 == 0 ? acc : total + acc;
+    }
+    out[i] = total;
+  }
+  return out;
+}
+
+void expect_bits_equal(const ParamStore& s, const std::vector<float>& got, const std::vector<float>& want,
+                       const std::string& what) {
+  for (const auto& v : s.views)
+    for (size_t i = v.offset; i < v.offset + v.count; ++i)
+      if (std::memcmp(&got[i], &want[i], 4) != 0) {
+        ADD_FAILURE() << what << ": element " << i << " (view " << v.name << ") got " << got[i] << " want " << want[i];
+        return;
+      }
+}
+
+// One simulated step: views signalled in reverse order, `work` between them.
+double bucketed_step(Communicator& c, ParamStore& s, bool signal, void (*work)() = nullptr) {
+  grads_begin_step(c);
+  if (signal)
+    for (size_t v = s.views.size(); v > 0; --v) {
+      if (work) work();
+      grad_ready(c, s, v - 1);
+    }
+  return grads_finish_step(c, s);
+}
+
+}  // namespace
+
+TEST(Communicator, BucketedEqualsFlatBitForBitForManyCaps) {
+  World& w = world();
+  ParamStore s = make_store(7);
+  fill_grads(s, w.rank, 0);
+  const std::vector<float> input = s.grads;
+  const std::vector<float> want = reference_sum(input, 0);
+  for (const char* backend : {"auto", "mpi", "hierarchical"})
+    for (double cap : {0.0001, 0.003, 0.05, 0.4, 2.0, 100.0})
+      for (double chunk_kb : {16.0, 1024.0}) {
+        CommConfig cfg;
+        cfg.backend = backend;
+        cfg.bucket_mb = cap;
+        cfg.first_bucket_mb = cap / 3;
+        cfg.chunk_kb = chunk_kb;
+        cfg.small_kb = cap * 200;  // auto: move the mpi/hierarchical boundary around too
+        auto c = make_communicator(w, cfg, s);
+        std::string what = std::string(backend) + " cap " + std::to_string(cap) + " MB chunk " +
+                           std::to_string(chunk_kb) + " KiB";
+        for (int step = 0; step < 2; ++step) {  // twice: buffers and windows are reused
+          s.grads = input;
+          bucketed_step(*c, s, true);
+          expect_bits_equal(s, s.grads, want, what + " step " + std::to_string(step));
+        }
+        // The flat allreduce through the same communicator gives the same bits.
+        std::vector<float> flat = input;
+        allreduce_sum(*c, flat.data(), flat.size());
+        expect_bits_equal(s, flat, want, what + " flat");
+      }
+}
+
+TEST(Communicator, PlainMpiAllreduceAgreesWithinRounding) {
+  World& w = world();
+  ParamStore s = make_store(8);
+  fill_grads(s, w.rank, 1);
+  std::vector<float> plain = s.grads;
+  allreduce_sum_floats(w, plain.data(), plain.size());
+  std::vector<float> mag(s.grads.size());
+  for (size_t i = 0; i < mag.size(); ++i) mag[i] = std::fabs(s.grads[i]);
+  mag = reference_sum(mag, 0);  // sum of |x_r|: the scale of the rounding error
+  auto c = make_communicator(w, CommConfig{}, s);
+  bucketed_step(*c, s, true);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    if (w.size <= 2) {
+      ASSERT_EQ(s.grads[i], plain[i]) << i;  // two addends: every order gives the same bits
+    } else {
+      ASSERT_NEAR(s.grads[i], plain[i], 4e-7f * mag[i]) << i;  // a couple of ulps of the magnitude
+    }
+  }
+}
+
+TEST(Communicator, HierarchicalAcrossPretendNodesEqualsFlatInItsOrder) {
+  World& w = world();
+  ParamStore s = make_store(9);
+  fill_grads(s, w.rank, 2);
+  const std::vector<float> input = s.grads;
+  for (int rpn : {1, 2}) {
+    if (w.size % rpn != 0) continue;  // hierarchical needs equal nodes
+    const std::vector<float> want = reference_sum(input, rpn);
+    for (const char* backend : {"hierarchical", "mpi", "auto"}) {
+      CommConfig cfg;
+      cfg.backend = backend;
+      cfg.ranks_per_node = rpn;
+      cfg.bucket_mb = 0.2;
+      cfg.chunk_kb = 64;
+      auto c = make_communicator(w, cfg, s);
+      s.grads = input;
+      bucketed_step(*c, s, true);
+      expect_bits_equal(s, s.grads, want, std::string(backend) + " with nodes of " + std::to_string(rpn));
+      std::vector<float> flat = input;
+      allreduce_sum(*c, flat.data(), flat.size());
+      expect_bits_equal(s, flat, want, std::string(backend) + " flat, nodes of " + std::to_string(rpn));
+    }
+  }
+}
+
+TEST(Communicator, OverlappedBackwardEqualsFlatAndUnsignalledBucketsStillReduce) {
+  World& w = world();
+  ParamStore s = make_store(10);
+  fill_grads(s, w.rank, 3);
+  const std::vector<float> input = s.grads;
+  const std::vector<float> want = reference_sum(input, 0);
+  for (bool overlap : {true, false})
+    for (bool signal : {true, false}) {
+      CommConfig cfg;
+      cfg.overlap = overlap;
+      cfg.bucket_mb = 0.3;
+      cfg.first_bucket_mb = 0.05;
+      auto c = make_communicator(w, cfg, s);
+      s.grads = input;
+      // A "backward" that computes between the views (a rank-dependent amount: ranks drift apart).
+      static int rank_for_work;
+      rank_for_work = w.rank;
+      bucketed_step(*c, s, signal, [] {
+        volatile double x = 0;
+        for (int i = 0; i < 20000 * (1 + rank_for_work); ++i) x = x + 1e-9 * i;
+      });
+      expect_bits_equal(s, s.grads, want,
+                        std::string("overlap ") + (overlap ? "on" : "off") + (signal ? " signalled" : " unsignalled"));
+      auto spans = take_spans(*c);
+      EXPECT_EQ(spans.size(), buckets(*c).size());
+      for (const auto& sp : spans) EXPECT_LE(sp.start_s, sp.end_s);
+    }
+}
+
+TEST(Communicator, CompressedPrecisionErrorIsBoundedAndIdenticalOnAllRanks) {
+  World& w = world();
+  ParamStore s = make_store(11);
+  fill_grads(s, w.rank, 4);
+  const std::vector<float> input = s.grads;
+  const std::vector<float> exact = reference_sum(input, 0);
+  std::vector<float> mag(input.size());
+  for (size_t i = 0; i < mag.size(); ++i) mag[i] = std::fabs(input[i]);
+  mag = reference_sum(mag, 0);  // sum over ranks of |x_r|: the scale the roundings act on
+  for (const char* prec : {"bf16", "fp16"}) {
+    for (const char* backend : {"mpi", "hierarchical"}) {
+      CommConfig cfg;
+      cfg.precision = prec;
+      cfg.backend = backend;
+      cfg.bucket_mb = 0.5;
+      auto c = make_communicator(w, cfg, s);
+      s.grads = input;
+      bucketed_step(*c, s, true);
+      // Error relative to sum_r |x_r| (what rounding the inputs and the result acts on).
+      double worst = 0, sum_rel = 0;
+      size_t cnt = 0;
+      for (const auto& v : s.views)
+        for (size_t i = v.offset; i < v.offset + v.count; ++i) {
+          double scale = static_cast<double>(mag[i]) + 1e-30;
+          double e = std::fabs(static_cast<double>(s.grads[i]) - exact[i]) / scale;
+          if (mag[i] < 1e-3f && std::string(prec) == "fp16") continue;  // near fp16's subnormal range
+          worst = std::max(worst, e);
+          sum_rel += e;
+          ++cnt;
+        }
+      // bf16 keeps 8 significant bits (relative half-ulp 2^-8), fp16 11 (2^-11): each input and
+      // the result are rounded once, so |error| <= 2 half-ulps of sum|x_r| (plus fp32 noise).
+      const double bound = std::string(prec) == "bf16" ? 2.0 / 256 + 1e-5 : 2.0 / 2048 + 1e-5;
+      if (w.rank == 0)
+        std::printf("[ precision ] %s via %s at %d ranks: max relative error %.3g, mean %.3g (bound %.3g)\n", prec,
+                    backend, w.size, worst, sum_rel / static_cast<double>(cnt), bound);
+      if (w.size > 1) {
+        EXPECT_GT(worst, 0.0) << "compression had no effect";
+      }
+      EXPECT_LE(worst, bound);
+      // Every rank holds identical bits.
+      std::vector<float> r0 = s.grads;
+      MPI_Bcast(r0.data(), static_cast<int>(r0.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+      ASSERT_EQ(std::memcmp(r0.data(), s.grads.data(), r0.size() * 4), 0) << "ranks disagree with " << prec;
+    }
+  }
+}
+
+TEST(Communicator, IntegerDataIsExactAndDescribeSaysWhatItDoes) {
+  World& w = world();
+  ParamStore s = make_store(12);
+  for (size_t i = 0; i < s.grads.size(); ++i) s.grads[i] = static_cast<float>((w.rank + 1) * (i % 11));
+  auto c = make_communicator(w, CommConfig{}, s);
+  bucketed_step(*c, s, true);
+  const float ranks = static_cast<float>(w.size * (w.size + 1) / 2);
+  for (const auto& v : s.views)
+    for (size_t i = v.offset; i < v.offset + v.count; ++i) ASSERT_EQ(s.grads[i], ranks * static_cast<float>(i % 11));
+  std::string d = describe(*c);
+  EXPECT_NE(d.find("buckets"), std::string::npos) << d;
+  EXPECT_NE(d.find("fp32"), std::string::npos) << d;
+  if (w.rank == 0) std::printf("[ describe ] %s\n", d.c_str());
+}
+
+TEST(Communicator, BadConfigIsAUserError) {
+  World& w = world();
+  ParamStore s = make_store(13);
+  CommConfig bad;
+  bad.backend = "carrier-pigeon";
+  EXPECT_THROW(make_communicator(w, bad, s), UserError);
+  CommConfig badp;
+  badp.precision = "fp8";
+  EXPECT_THROW(make_communicator(w, badp, s), UserError);
+}
