@@ -55,21 +55,23 @@ int main(int argc, char** argv) {
   broadcast_parameters(w, wl->store);
   Hyperparams hp = make_hyperparams(cfg, wl->batches_per_epoch);
   init_optimizer(hp.optimizer, wl->store);
+  std::unique_ptr<Communicator> comm = make_communicator(w, CommConfig{}, wl->store);
+  connect_gradients(*wl, *comm, nullptr);
   if (w.rank == 0) std::printf("bench_ncf: %d rank(s), global batch %lld, %s\n", w.size,
                                static_cast<long long>(wl->global_batch), wl->model_summary.c_str());
   std::vector<double> step_s;
-  double comm = 0, total = 0;
+  double comm_s = 0, total = 0;
   int64_t samples = 0;
   for (int i = 0; i < warmup + steps; ++i) {
     barrier(w);
     const auto t0 = std::chrono::steady_clock::now();
-    StepOutcome o = train_one_step(w, *wl, hp.optimizer, static_cast<float>(lr_at(hp.schedule, i)), 0,
+    StepOutcome o = train_one_step(w, *comm, *wl, hp.optimizer, static_cast<float>(lr_at(hp.schedule, i)), 0,
                                    i % wl->batches_per_epoch);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) {
       step_s.push_back(dt);
       total += dt;
-      comm += o.comm_seconds;
+      comm_s += o.comm_seconds;
       samples += o.samples;
     }
   }
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
   if (w.rank == 0)
     std::printf("ranks %d | %d steps | median step %.1f ms | %.0f samples/s (median) | %.0f samples/s (mean) | comm %.1f%% | eval (rank 0's users) %.2f s\n",
                 w.size, steps, 1000 * median, static_cast<double>(wl->global_batch) / median,
-                static_cast<double>(samples) / total, 100 * comm / total, eval_s);
+                static_cast<double>(samples) / total, 100 * comm_s / total, eval_s);
   finalize_world(w);
   return 0;
 }

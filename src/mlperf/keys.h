@@ -89,6 +89,8 @@ inline constexpr const char* kEpochCount = "epoch_count";
 inline constexpr const char* kStatus = "status";
 // Ours (the official checker ignores unknown metadata): the scale on submission_benchmark.
 inline constexpr const char* kScale = "scale";
+// Ours: a lowered target given by `train --test-target` (open division only).
+inline constexpr const char* kTestTarget = "test_target";
 
 // ---- values ----
 inline constexpr const char* kSuccess = "success";

@@ -44,7 +44,9 @@ void write_file_atomically(const std::string& path, const void* bytes, size_t n)
 }
 
 void log_submission(MlLog& log, const TrainOptions& opts, const World& w, bool open_division) {
-  mllog_event(log, keys::kSubmissionBenchmark, opts.benchmark, {{keys::kScale, opts.scale}});
+  nlohmann::json meta = {{keys::kScale, opts.scale}};
+  if (open_division) meta[keys::kTestTarget] = opts.test_target;
+  mllog_event(log, keys::kSubmissionBenchmark, opts.benchmark, meta);
   mllog_event(log, keys::kSubmissionDivision, open_division ? keys::kOpen : keys::kClosed);
   mllog_event(log, keys::kSubmissionOrg, "mlperf-dist");
   mllog_event(log, keys::kSubmissionPlatform,
