@@ -7,6 +7,25 @@
 
 namespace mlpd {
 
+namespace {
+
+// The one window walk of every pooling kernel: for output pixel (n, oh, ow), calls tap(offset)
+// with the float offset (at channel 0) of each in-bounds input pixel, in scan order (kh, then kw).
+template <typename Tap>
+inline void for_each_window_tap(const PoolDims& d, int n, int oh, int ow, Tap&& tap) {
+  for (int kh = 0; kh < d.k; ++kh) {
+    const int ih = oh * d.stride - d.pad + kh;
+    if (ih < 0 || ih >= d.h) continue;
+    for (int kw = 0; kw < d.k; ++kw) {
+      const int iw = ow * d.stride - d.pad + kw;
+      if (iw < 0 || iw >= d.w) continue;
+      tap(((size_t(n) * d.h + ih) * d.w + iw) * d.c);
+    }
+  }
+}
+
+}  // namespace
+
 void maxpool_forward(const PoolDims& d, const float* x, float* y) {
   const int oh_n = d.out_h(), ow_n = d.out_w(), c = d.c;
   for (int n = 0; n < d.n; ++n)
@@ -14,16 +33,9 @@ void maxpool_forward(const PoolDims& d, const float* x, float* y) {
       for (int ow = 0; ow < ow_n; ++ow) {
         float* yo = y + ((size_t(n) * oh_n + oh) * ow_n + ow) * c;
         std::fill(yo, yo + c, -std::numeric_limits<float>::infinity());
-        for (int kh = 0; kh < d.k; ++kh) {
-          const int ih = oh * d.stride - d.pad + kh;
-          if (ih < 0 || ih >= d.h) continue;
-          for (int kw = 0; kw < d.k; ++kw) {
-            const int iw = ow * d.stride - d.pad + kw;
-            if (iw < 0 || iw >= d.w) continue;
-            const float* xi = x + ((size_t(n) * d.h + ih) * d.w + iw) * c;
-            for (int j = 0; j < c; ++j) yo[j] = std::max(yo[j], xi[j]);
-          }
-        }
+        for_each_window_tap(d, n, oh, ow, [&](size_t in) {
+          for (int j = 0; j < c; ++j) yo[j] = std::max(yo[j], x[in + j]);
+        });
       }
 }
 
@@ -37,19 +49,13 @@ void maxpool_backward(const PoolDims& d, const float* x, const float* dy, float*
         for (int j = 0; j < c; ++j) {
           float best = -std::numeric_limits<float>::infinity();
           size_t arg = SIZE_MAX;
-          for (int kh = 0; kh < d.k; ++kh) {
-            const int ih = oh * d.stride - d.pad + kh;
-            if (ih < 0 || ih >= d.h) continue;
-            for (int kw = 0; kw < d.k; ++kw) {
-              const int iw = ow * d.stride - d.pad + kw;
-              if (iw < 0 || iw >= d.w) continue;
-              const size_t idx = ((size_t(n) * d.h + ih) * d.w + iw) * c + j;
-              if (arg == SIZE_MAX || x[idx] > best) {  // strict: the first maximum wins ties
-                best = x[idx];
-                arg = idx;
-              }
+          for_each_window_tap(d, n, oh, ow, [&](size_t in) {
+            const size_t idx = in + j;
+            if (arg == SIZE_MAX || x[idx] > best) {  // strict: the first maximum wins ties
+              best = x[idx];
+              arg = idx;
             }
-          }
+          });
           if (arg != SIZE_MAX) dx[arg] += go[j];
         }
       }
@@ -63,16 +69,9 @@ void avgpool_forward(const PoolDims& d, const float* x, float* y) {
       for (int ow = 0; ow < ow_n; ++ow) {
         float* yo = y + ((size_t(n) * oh_n + oh) * ow_n + ow) * c;
         std::fill(yo, yo + c, 0.0f);
-        for (int kh = 0; kh < d.k; ++kh) {
-          const int ih = oh * d.stride - d.pad + kh;
-          if (ih < 0 || ih >= d.h) continue;
-          for (int kw = 0; kw < d.k; ++kw) {
-            const int iw = ow * d.stride - d.pad + kw;
-            if (iw < 0 || iw >= d.w) continue;
-            const float* xi = x + ((size_t(n) * d.h + ih) * d.w + iw) * c;
-            for (int j = 0; j < c; ++j) yo[j] += xi[j];
-          }
-        }
+        for_each_window_tap(d, n, oh, ow, [&](size_t in) {
+          for (int j = 0; j < c; ++j) yo[j] += x[in + j];
+        });
         for (int j = 0; j < c; ++j) yo[j] *= inv;
       }
 }
@@ -85,16 +84,9 @@ void avgpool_backward(const PoolDims& d, const float* dy, float* dx) {
     for (int oh = 0; oh < oh_n; ++oh)
       for (int ow = 0; ow < ow_n; ++ow) {
         const float* go = dy + ((size_t(n) * oh_n + oh) * ow_n + ow) * c;
-        for (int kh = 0; kh < d.k; ++kh) {
-          const int ih = oh * d.stride - d.pad + kh;
-          if (ih < 0 || ih >= d.h) continue;
-          for (int kw = 0; kw < d.k; ++kw) {
-            const int iw = ow * d.stride - d.pad + kw;
-            if (iw < 0 || iw >= d.w) continue;
-            float* xi = dx + ((size_t(n) * d.h + ih) * d.w + iw) * c;
-            for (int j = 0; j < c; ++j) xi[j] += go[j] * inv;
-          }
-        }
+        for_each_window_tap(d, n, oh, ow, [&](size_t in) {
+          for (int j = 0; j < c; ++j) dx[in + j] += go[j] * inv;
+        });
       }
 }
 
