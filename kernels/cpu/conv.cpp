@@ -64,6 +64,17 @@ int rows_per_chunk(const ConvDims& d) {
   return int(std::max<size_t>(1, kChunkFloats / std::max<size_t>(1, per_row)));
 }
 
+// The chunked loop of every GEMM path: cols holds one chunk of output rows' columns (from the
+// arena, released on return); fn(r0, r1, cols) handles output rows [r0, r1).
+template <typename Fn>
+void for_each_row_chunk(const ConvDims& d, Arena& arena, Fn&& fn) {
+  const int rows_total = d.n * d.out_h();
+  const int chunk = std::min(rows_per_chunk(d), rows_total);
+  ArenaScope scope(arena);
+  float* cols = arena_floats(arena, size_t(chunk) * d.out_w() * size_t(d.k) * d.k * d.c_in);
+  for (int r0 = 0; r0 < rows_total; r0 += chunk) fn(r0, std::min(rows_total, r0 + chunk), cols);
+}
+
 // cols[(r - r0)*out_w + ow, (kh*k + kw)*c_in + ci] for output rows r in [r0, r1), r = n*out_h + oh.
 void im2col(const ConvDims& d, const float* x, int r0, int r1, float* cols) {
   const int oh_n = d.out_h(), ow_n = d.out_w(), k = d.k, s = d.stride, p = d.pad, ci_n = d.c_in;
@@ -133,16 +144,11 @@ void forward_impl(const ConvDims& d, const float* x, const float* w, float* y, f
     gemm(false, false, rows_total * ow_n, d.c_out, kk, 1.0f, x, kk, w, d.c_out, beta, y, d.c_out);
     return;
   }
-  ArenaScope scope(arena);
-  const int chunk = std::min(rows_per_chunk(d), rows_total);
-  float* cols = arena_floats(arena, size_t(chunk) * ow_n * kk);
-  for (int r0 = 0; r0 < rows_total; r0 += chunk) {
-    const int r1 = std::min(rows_total, r0 + chunk);
+  for_each_row_chunk(d, arena, [&](int r0, int r1, float* cols) {
     im2col(d, x, r0, r1, cols);
-    const int m = (r1 - r0) * ow_n;
-    gemm(false, false, m, d.c_out, kk, 1.0f, cols, kk, w, d.c_out, beta,
+    gemm(false, false, (r1 - r0) * ow_n, d.c_out, kk, 1.0f, cols, kk, w, d.c_out, beta,
          y + size_t(r0) * ow_n * d.c_out, d.c_out);
-  }
+  });
 }
 
 }  // namespace
@@ -191,15 +197,11 @@ void gemm_conv_backward_data(const ConvDims& d, const float* dy, const float* w,
     return;
   }
   if (!accumulate) std::memset(dx, 0, sizeof(float) * size_t(d.n) * d.h * d.w * d.c_in);
-  const int chunk = std::min(rows_per_chunk(d), rows_total);
-  float* cols = arena_floats(arena, size_t(chunk) * ow_n * kk);
-  for (int r0 = 0; r0 < rows_total; r0 += chunk) {
-    const int r1 = std::min(rows_total, r0 + chunk);
-    const int m = (r1 - r0) * ow_n;
-    gemm(false, true, m, kk, d.c_out, 1.0f, dy + size_t(r0) * ow_n * d.c_out, d.c_out, w, d.c_out,
+  for_each_row_chunk(d, arena, [&](int r0, int r1, float* cols) {
+    gemm(false, true, (r1 - r0) * ow_n, kk, d.c_out, 1.0f, dy + size_t(r0) * ow_n * d.c_out, d.c_out, w, d.c_out,
          0.0f, cols, kk);
     col2im_add(d, cols, r0, r1, dx);
-  }
+  });
 }
 
 void gemm_conv_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
@@ -210,16 +212,11 @@ void gemm_conv_backward_weights(const ConvDims& d, const float* x, const float* 
     gemm(true, false, kk, d.c_out, rows_total * ow_n, 1.0f, x, kk, dy, d.c_out, 1.0f, dw, d.c_out);
     return;
   }
-  ArenaScope scope(arena);
-  const int chunk = std::min(rows_per_chunk(d), rows_total);
-  float* cols = arena_floats(arena, size_t(chunk) * ow_n * kk);
-  for (int r0 = 0; r0 < rows_total; r0 += chunk) {
-    const int r1 = std::min(rows_total, r0 + chunk);
+  for_each_row_chunk(d, arena, [&](int r0, int r1, float* cols) {
     im2col(d, x, r0, r1, cols);
-    const int m = (r1 - r0) * ow_n;
-    gemm(true, false, kk, d.c_out, m, 1.0f, cols, kk, dy + size_t(r0) * ow_n * d.c_out, d.c_out,
+    gemm(true, false, kk, d.c_out, (r1 - r0) * ow_n, 1.0f, cols, kk, dy + size_t(r0) * ow_n * d.c_out, d.c_out,
          1.0f, dw, d.c_out);
-  }
+  });
 }
 
 // ---- Per-shape choice between the two paths. ----
