@@ -1,6 +1,8 @@
 // Runs under mpirun at 1..4 ranks (see tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
+#include "test_world.h"
+
 #include <vector>
 
 #include "comm/collectives.h"
@@ -8,10 +10,7 @@
 using namespace mlpd;
 
 namespace {
-World& world() {
-  static World w = init_world(nullptr, nullptr);
-  return w;
-}
+World& world() { return test_world(); }
 }  // namespace
 
 TEST(World, RanksAndNodesAreConsistent) {

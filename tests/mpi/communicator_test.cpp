@@ -1,6 +1,8 @@
 // Runs under mpirun at 1..4 ranks (oversubscribed). The communicator's sums are checked bit for
 // bit against a reference computed here from every rank's data in the canonical order.
 #include <gtest/gtest.h>
+
+#include "test_world.h"
 #include <unistd.h>
 
 #include <chrono>
@@ -18,10 +20,7 @@ using namespace mlpd;
 
 namespace {
 
-World& world() {
-  static World w = init_world(nullptr, nullptr);
-  return w;
-}
+World& world() { return test_world(); }
 
 // Odd view sizes (some large enough for several hierarchical chunks), forward order.
 ParamStore make_store(uint32_t seed) {

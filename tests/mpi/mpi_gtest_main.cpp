@@ -3,6 +3,15 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "test_world.h"
+
+namespace mlpd {
+World& test_world() {
+  static World w = init_world(nullptr, nullptr);
+  return w;
+}
+}  // namespace mlpd
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);

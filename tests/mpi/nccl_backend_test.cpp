@@ -2,6 +2,8 @@
 // elsewhere. Built whenever CUDA and NCCL are found.
 #include <gtest/gtest.h>
 
+#include "test_world.h"
+
 #include <vector>
 
 #include "comm/backend.h"
@@ -11,10 +13,7 @@
 using namespace mlpd;
 
 namespace {
-World& world() {
-  static World w = init_world(nullptr, nullptr);
-  return w;
-}
+World& world() { return test_world(); }
 }  // namespace
 
 TEST(NcclBackend, BucketedSumOfIntegerDataIsExact) {
