@@ -1,6 +1,9 @@
 // Training throughput of a workload at the current rank count (run it under mpirun at 1 and 2
 // ranks; bench/run_train_bench does both and prints the scaling efficiency). It times exactly
 // the trainer's step (train_one_step) after a warm-up, one compute thread per rank.
+// --compare-overlap: two communicators (overlap on / off) take turns step by step in one run, so
+// a machine whose speed drifts (other jobs, clocks) hurts both alike; prints both medians and the
+// median of the paired differences (on - off) with a sign count.
 #include <cblas.h>
 
 #include <algorithm>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "comm/collectives.h"
+#include "comm/gather_strings.h"
 #include "core/fpu.h"
 #include "mlperf/config.h"
 #include "train/hyperparams.h"
@@ -27,6 +31,7 @@ int main(int argc, char** argv) {
   int steps = 30, warmup = 5;
   std::vector<std::string> sets;
   CommConfig comm_cfg;
+  bool compare_overlap = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--benchmark" && i + 1 < argc) benchmark = argv[++i];
@@ -37,8 +42,9 @@ int main(int argc, char** argv) {
     else if (a == "--bucket-mb" && i + 1 < argc) comm_cfg.bucket_mb = std::atof(argv[++i]);
     else if (a == "--comm-backend" && i + 1 < argc) comm_cfg.backend = argv[++i];
     else if (a == "--no-overlap") comm_cfg.overlap = false;
+    else if (a == "--compare-overlap") compare_overlap = true;
     else {
-      if (w.rank == 0) std::fprintf(stderr, "usage: bench_train [--benchmark resnet] [--data-dir data] [--steps 30] [--warmup 5] [--set key=value]... [--bucket-mb MB] [--comm-backend B] [--no-overlap]\n");
+      if (w.rank == 0) std::fprintf(stderr, "usage: bench_train [--benchmark resnet] [--data-dir data] [--steps 30] [--warmup 5] [--set key=value]... [--bucket-mb MB] [--comm-backend B] [--no-overlap | --compare-overlap]\n");
       finalize_world(w);
       return 2;
     }
@@ -50,34 +56,76 @@ int main(int argc, char** argv) {
   Hyperparams hp = make_hyperparams(cfg, wl->batches_per_epoch);
   init_optimizer(hp.optimizer, wl->store);
   std::unique_ptr<Communicator> comm = make_communicator(w, comm_cfg, wl->store);
+  std::unique_ptr<Communicator> comm_off;
+  if (compare_overlap) {
+    comm_cfg.overlap = true;
+    comm = make_communicator(w, comm_cfg, wl->store);
+    CommConfig off = comm_cfg;
+    off.overlap = false;
+    comm_off = make_communicator(w, off, wl->store);
+  }
   connect_gradients(*wl, *comm, nullptr);
   if (w.rank == 0)
     std::printf("bench_train: %s mini, %d rank(s), global batch %lld, openblas core %s, FTZ/DAZ %s\nmodel: %s\ncommunication: %s\n",
                 benchmark.c_str(), w.size, static_cast<long long>(wl->global_batch), openblas_get_corename(),
                 denormals_flushed() ? "on" : "off", wl->model_summary.c_str(), describe(*comm).c_str());
-  std::vector<double> step_s;
-  double comm_s = 0;
-  int64_t samples = 0;
-  for (int i = 0; i < warmup + steps; ++i) {
+  // Step k uses communicator k % 2 when comparing (0: overlap on, 1: off).
+  std::vector<double> step_s[2];
+  double comm_s[2] = {0, 0}, total_s[2] = {0, 0};
+  int64_t samples[2] = {0, 0};
+  const int runs = compare_overlap ? 2 : 1;
+  for (int i = 0; i < runs * (warmup + steps); ++i) {
+    const int k = compare_overlap ? i % 2 : 0;
+    Communicator& c = k == 0 ? *comm : *comm_off;
+    if (compare_overlap) connect_gradients(*wl, c, nullptr);
     barrier(w);
     auto t0 = std::chrono::steady_clock::now();
-    StepOutcome o = train_one_step(w, *comm, *wl, hp.optimizer, 0.01f, 0, i % wl->batches_per_epoch);
+    StepOutcome o = train_one_step(w, c, *wl, hp.optimizer, 0.01f, 0, (i / runs) % wl->batches_per_epoch);
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (i >= warmup) {
-      step_s.push_back(dt);
-      comm_s += o.comm_seconds;
-      samples += o.samples;
+    // The step's time is its slowest rank's (what the next barrier waits for).
+    dt = allreduce_max(w, dt);
+    if (i / runs >= warmup) {
+      step_s[k].push_back(dt);
+      comm_s[k] += o.comm_seconds;
+      total_s[k] += dt;
+      samples[k] += o.samples;
     }
   }
-  double total = 0;
-  for (double s : step_s) total += s;
-  std::sort(step_s.begin(), step_s.end());
-  double median = step_s[step_s.size() / 2];
-  if (w.rank == 0)
-    std::printf("ranks %d | %d steps | median step %.1f ms | %.0f samples/s (median) | %.0f samples/s (mean) | comm %.1f%% | %.1f GFLOP/s per rank\n",
-                w.size, steps, 1000 * median, static_cast<double>(wl->global_batch) / median,
-                static_cast<double>(samples) / total, 100 * comm_s / total,
-                wl->flops_per_sample * static_cast<double>(wl->global_batch) / median / w.size / 1e9);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  for (int k = 0; k < runs; ++k) {
+    const double med = median(step_s[k]);
+    if (w.rank == 0)
+      std::printf("%sranks %d | %d steps | median step %.1f ms | %.0f samples/s (median) | %.0f samples/s (mean) | comm %.1f%% | %.1f GFLOP/s per rank\n",
+                  compare_overlap ? (k == 0 ? "overlap on:  " : "overlap off: ") : "", w.size, steps, 1000 * med,
+                  static_cast<double>(wl->global_batch) / med, static_cast<double>(samples[k]) / total_s[k],
+                  100 * comm_s[k] / total_s[k], wl->flops_per_sample * static_cast<double>(wl->global_batch) / med / w.size / 1e9);
+  }
+  {
+    // Per rank: a rank that always waits in the allreduce points at systematic skew (another rank
+    // slower), not at the communication itself.
+    char mine[96];
+    std::snprintf(mine, sizeof mine, "r%d %.2f ms", w.rank, 1000 * (comm_s[0] + comm_s[1]) / (runs * steps));
+    std::vector<std::string> all = gather_strings(w, mine);
+    if (w.rank == 0) {
+      std::string line;
+      for (const std::string& x : all) line += (line.empty() ? "" : ", ") + x;
+      std::printf("mean wait in the gradient allreduce per step, by rank: %s\n", line.c_str());
+    }
+  }
+  if (compare_overlap && w.rank == 0) {
+    std::vector<double> diff;
+    int on_faster = 0;
+    for (size_t i = 0; i < step_s[0].size(); ++i) {
+      diff.push_back(step_s[0][i] - step_s[1][i]);
+      on_faster += step_s[0][i] < step_s[1][i];
+    }
+    std::printf("overlap on - off, paired by step: median %+.2f ms (%+.2f%% of the off step), on faster in %d of %zu pairs; mean comm wait on %.2f ms, off %.2f ms\n",
+                1000 * median(diff), 100 * median(diff) / median(step_s[1]), on_faster, diff.size(),
+                1000 * comm_s[0] / steps, 1000 * comm_s[1] / steps);
+  }
   finalize_world(w);
   return 0;
 }

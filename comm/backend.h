@@ -38,6 +38,10 @@ class Backend {
   // No job will be submitted until all are complete: finish them (every rank calls it at the same
   // point; a backend may hold the last jobs back until then).
   virtual void flush() {}
+  // Every rank calls this at the same point, after its own jobs are all complete (a step's
+  // start): staging may then restart from its beginning, so a step's jobs land in the same
+  // (cache-warm) staging space every step.
+  virtual void restart_staging() {}
   // Largest single job (elements) and staging space (elements) the backend was built for.
   virtual size_t max_job() const = 0;
   virtual size_t region_space() const = 0;

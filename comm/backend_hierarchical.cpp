@@ -83,7 +83,7 @@ class HierarchicalBackend final : public Backend {
   uint64_t submit(float* data, size_t n, size_t /*region*/) override {
     // Jobs take the window's regions in turn: a small window (kMaxInflight x max_job per rank)
     // stays in the last-level cache, so what one rank copies in, another reads from cache.
-    const size_t region = (submitted_ % kMaxInflight) * max_job_;
+    const size_t region = ((submitted_ - staging_base_) % kMaxInflight) * max_job_;
     MLPD_CHECK(n <= max_job_ && region + n <= window_elems_, "hierarchical backend: job outside its window");
     Job& j = jobs_.push();
     j = Job{};
@@ -93,6 +93,14 @@ class HierarchicalBackend final : public Backend {
     j.id = submitted_++;
     progress();
     return j.id;
+  }
+
+  // Safe: another rank reads or writes our window for our job j only after it has begun its own
+  // job j (the job's first barrier), and it begins the first job after a restart only once all its
+  // earlier jobs are complete; every rank restarts at the same point, so regions stay consistent.
+  void restart_staging() override {
+    MLPD_CHECK(jobs_.empty(), "hierarchical backend: staging restarted with jobs in flight");
+    staging_base_ = submitted_;
   }
 
   bool progress() override {
@@ -291,7 +299,7 @@ class HierarchicalBackend final : public Backend {
   std::vector<int> one_group_{0};
   RailSlot rail_[kMaxInflight];
   JobRing<Job> jobs_;
-  uint64_t submitted_ = 0, completed_ = 0;
+  uint64_t submitted_ = 0, completed_ = 0, staging_base_ = 0;
 };
 
 }  // namespace

@@ -35,17 +35,29 @@ void idle_wait(int& spins) {
 namespace {
 
 constexpr int kSlots = 4;
+// Open MPI's shared-memory (vader) eager limit is 4096 bytes including its headers: pieces of
+// 4000 bytes stay eager. Up to 9 of them (below 32 KiB) beat one rendezvous message (measured).
+constexpr size_t kEagerPieceFloats = 1000;
+constexpr int kMaxEagerPieces = 9;  // covers jobs below 32 KiB
+constexpr int kPairTag = 7301;
+
+void add_into(float* __restrict x, const float* __restrict y, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += y[i];
+}
 
 class MpiBackend final : public Backend {
  public:
   MpiBackend(const Topology& t, WirePrecision p, size_t max_job) : t_(t), p_(p), max_job_(max_job) {
     const size_t eb = wire_bytes(p);
-    for (auto& s : slots_) {
-      s.send.assign(max_job * eb / 4 + 1, 0.0f);
-      s.recv.assign(static_cast<size_t>(t.size) * max_job * eb / 4 + 1, 0.0f);  // touched once, here
+    pair_ = t.size == 2 && p == WirePrecision::fp32;
+    // Pair jobs complete inside start(): one slot, and only a receive buffer of one job.
+    nslots_ = pair_ ? 1 : kSlots;
+    for (int k = 0; k < nslots_; ++k) {
+      Slot& s = slots_[k];
+      if (!pair_) s.send.assign(max_job * eb / 4 + 1, 0.0f);
+      s.recv.assign((pair_ ? 1 : static_cast<size_t>(t.size)) * max_job * eb / 4 + 1, 0.0f);  // touched once, here
     }
     srcs_.resize(static_cast<size_t>(t.size));
-    pair_ = t.size == 2 && p == WirePrecision::fp32;
     const char* e = std::getenv("MLPD_COMM_SMALL_BLOCKING");
     blocking_small_ = e ? std::atoi(e) != 0 : true;
   }
@@ -69,7 +81,7 @@ class MpiBackend final : public Backend {
       Job& j = jobs_.at(i);
       if (j.slot >= 0) continue;
       int free_slot = -1;
-      for (int s = 0; s < kSlots; ++s)
+      for (int s = 0; s < nslots_; ++s)
         if (!slots_[s].busy) free_slot = s;
       if (free_slot < 0) break;
       start(j, free_slot);
@@ -77,8 +89,8 @@ class MpiBackend final : public Backend {
     while (!jobs_.empty()) {
       Job& j = jobs_.at(0);
       if (j.slot < 0) break;
-      int done = 0;
-      MPI_CHECK(MPI_Test(&j.req, &done, MPI_STATUS_IGNORE));
+      int done = 1;  // a blocking pair job has no request: skip the call into MPI
+      if (j.req != MPI_REQUEST_NULL) MPI_CHECK(MPI_Test(&j.req, &done, MPI_STATUS_IGNORE));
       if (!done) break;
       finish(j);
       jobs_.pop();
@@ -104,15 +116,37 @@ class MpiBackend final : public Backend {
     Slot& sl = slots_[s];
     sl.busy = true;
     j.slot = s;
+    j.req = MPI_REQUEST_NULL;
     if (pair_) {
-      // Two ranks in fp32: x0 + x1 == x1 + x0 bit for bit, so MPI's own allreduce is already the
-      // canonical sum, at MPI's latency. Blocking: a small job costs less than the Iallreduce
-      // machinery would (measured; see comm/README.md).
-      if (blocking_small_) {
+      // Two ranks in fp32: x0 + x1 == x1 + x0 bit for bit, so "exchange, then add" on each rank
+      // and MPI's own allreduce both give the canonical sum. Blocking: a small job costs less than
+      // the non-blocking machinery would (measured; see comm/README.md).
+      const int peer = 1 - t_.rank;
+      const int pieces = static_cast<int>((j.n + kEagerPieceFloats - 1) / kEagerPieceFloats);
+      if (pieces <= kMaxEagerPieces) {
+        // Within Open MPI's shared-memory eager limit per message: one exchange (or a few of
+        // eager size, which beats one rendezvous message) and a local add; skips the coll
+        // framework that MPI_Allreduce goes through.
+        if (pieces == 1) {
+          MPI_CHECK(MPI_Sendrecv(j.data, static_cast<int>(j.n), MPI_FLOAT, peer, kPairTag, sl.recv.data(),
+                                 static_cast<int>(j.n), MPI_FLOAT, peer, kPairTag, t_.world, MPI_STATUS_IGNORE));
+        } else {
+          MPI_Request* r = piece_reqs_;
+          for (int k = 0; k < pieces; ++k) {
+            const size_t off = static_cast<size_t>(k) * kEagerPieceFloats, m = std::min(kEagerPieceFloats, j.n - off);
+            MPI_CHECK(MPI_Irecv(sl.recv.data() + off, static_cast<int>(m), MPI_FLOAT, peer, kPairTag, t_.world, &r[k]));
+          }
+          for (int k = 0; k < pieces; ++k) {
+            const size_t off = static_cast<size_t>(k) * kEagerPieceFloats, m = std::min(kEagerPieceFloats, j.n - off);
+            MPI_CHECK(MPI_Isend(j.data + off, static_cast<int>(m), MPI_FLOAT, peer, kPairTag, t_.world, &r[pieces + k]));
+          }
+          MPI_CHECK(MPI_Waitall(2 * pieces, r, MPI_STATUSES_IGNORE));
+        }
+        add_into(j.data, sl.recv.data(), j.n);
+      } else if (blocking_small_) {
         // Out of place into the slot, then copied back: Open MPI's in-place allreduce is slower.
         MPI_CHECK(MPI_Allreduce(j.data, sl.recv.data(), static_cast<int>(j.n), MPI_FLOAT, MPI_SUM, t_.world));
         std::memcpy(j.data, sl.recv.data(), j.n * 4);
-        j.req = MPI_REQUEST_NULL;
       } else {
         MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, j.data, static_cast<int>(j.n), MPI_FLOAT, MPI_SUM, t_.world, &j.req));
       }
@@ -142,8 +176,10 @@ class MpiBackend final : public Backend {
   WirePrecision p_;
   size_t max_job_;
   bool pair_ = false, blocking_small_ = true;
+  int nslots_ = kSlots;
   Slot slots_[kSlots];
   std::vector<const void*> srcs_;
+  MPI_Request piece_reqs_[2 * kMaxEagerPieces];
   JobRing<Job> jobs_;
   uint64_t submitted_ = 0, completed_ = 0;
 };

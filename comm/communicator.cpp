@@ -77,7 +77,11 @@ class Communicator {
       if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
   }
 
-  void span(const char* name, int bucket, double t0, double t1, size_t bytes) {
+  // Clock reads only when spans are recorded: on a small bucket they are a visible part of the cost.
+  double now() const { return cfg.record_spans ? MPI_Wtime() : 0.0; }
+  void span(const char* name, int bucket, double t0, size_t bytes) {
+    if (!cfg.record_spans) return;
+    const double t1 = MPI_Wtime();
     if (spans.size() >= kMaxSpans) {
       ++spans_dropped;
       return;
@@ -101,11 +105,11 @@ class Communicator {
   void start_bucket(ParamStore& s, size_t b) {
     Bucket& k = bkts[b];
     k.started = true;
-    k.t0 = MPI_Wtime();
+    k.t0 = now();
     k.be = for_bytes(k.count * 4);
     if (!k.be) {  // one rank: nothing to reduce
       k.done = true;
-      span("allreduce", static_cast<int>(b), k.t0, k.t0, k.count * 4);
+      span("allreduce", static_cast<int>(b), k.t0, k.count * 4);
       return;
     }
     k.watch = watch_begin("allreduce_gradients", static_cast<int>(b));
@@ -128,15 +132,20 @@ class Communicator {
       if (k.be->completed() > k.last_job) {
         k.done = true;
         watch_end(k.watch);
-        span("allreduce", static_cast<int>(b), k.t0, MPI_Wtime(), k.count * 4);
+        span("allreduce", static_cast<int>(b), k.t0, k.count * 4);
       }
     }
     if (flat.active && flat.be->completed() > flat.last_job) {
       flat.active = false;
       watch_end(flat.watch);
-      span("allreduce_sum", -1, flat.t0, MPI_Wtime(), flat.bytes);
+      span("allreduce_sum", -1, flat.t0, flat.bytes);
     }
     return idle;
+  }
+
+  void restart_staging() {
+    if (small_be) small_be->restart_staging();
+    if (large_be) large_be->restart_staging();
   }
 
   void wait_all() {
@@ -254,6 +263,8 @@ std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg,
         c->small_bytes = 0;
       }
     } else {  // auto
+      if (cfg.small_kb <= 0 && c->topo.size == 2 && c->prec == WirePrecision::fp32)
+        c->small_bytes = static_cast<size_t>(kDefaultPairSmallKb * 1024);
       c->small_be = make_mpi_backend(c->topo, c->prec, std::max<size_t>(c->small_bytes / 4, 1));
       c->large_be = make_hierarchical_backend(c->topo, c->prec, 0, chunk);
     }
@@ -263,6 +274,7 @@ std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg,
 
 void grads_begin_step(Communicator& c) {
   c.wait_all();  // nothing from a previous step may still use the buffers
+  c.restart_staging();
   for (Bucket& k : c.bkts) {
     k.ready = 0;
     k.started = k.done = false;
@@ -280,23 +292,22 @@ void grad_ready(Communicator& c, ParamStore& s, size_t view) {
   c.progress_all();
 }
 
-double grads_finish_step(Communicator& c, ParamStore& s) {
-  const double t0 = MPI_Wtime();
+void grads_finish_step(Communicator& c, ParamStore& s) {
   c.start_ready(s, true);  // buckets never signalled (or overlap off) start now, in order
   c.wait_all();
   c.in_step = false;
-  return MPI_Wtime() - t0;
 }
 
 bool comm_progress(Communicator& c) { return c.progress_all(); }
 
 void allreduce_sum_start(Communicator& c, float* data, size_t n) {
   c.wait_all();
+  c.restart_staging();
   Backend* be = c.for_bytes(n * 4);
   if (!be || n == 0) return;
   c.flat.active = true;
   c.flat.be = be;
-  c.flat.t0 = MPI_Wtime();
+  c.flat.t0 = c.now();
   c.flat.bytes = n * 4;
   c.flat.watch = watch_begin("allreduce_sum");
   c.flat.last_job = c.submit(be, data, n, 0, true);

@@ -36,8 +36,9 @@ struct CommConfig {
   std::string precision = "fp32";   // fp32 | bf16 | fp16 (compressed on the wire, accumulated in fp32)
   bool overlap = true;              // false: all buckets start only at grads_finish_step
   double timeout_s = 600;           // watchdog (applies process-wide, to every collective)
+  bool record_spans = false;        // keep a (start, end, bytes) span per bucket for take_spans (trace)
   // Extensions (defaults are the measured ones; tests and comm-bench set them):
-  double small_kb = 0;              // auto: buckets below this go to mpi (0 = kDefaultSmallKb)
+  double small_kb = 0;              // auto: buckets below this go to mpi (0 = kDefaultSmallKb, kDefaultPairSmallKb)
   double chunk_kb = 0;              // hierarchical: pipeline chunk per job (0 = kDefaultChunkKb)
   int ranks_per_node = 0;           // test hook: pretend nodes of this many consecutive ranks (0 = real nodes)
 };
@@ -46,6 +47,9 @@ inline constexpr double kDefaultBucketMb = 4.0;        // CPU; see describe() an
 inline constexpr double kDefaultGpuBucketMb = 25.0;
 inline constexpr double kDefaultFirstBucketMb = 0.25;  // small: the first allreduce starts early in backward
 inline constexpr double kDefaultSmallKb = 8.0;   // below: MPI (vader eager); at and above: shared memory
+// Two ranks in fp32: an exchange in eager-sized pieces plus a local add is exact (x0 + x1 ==
+// x1 + x0) and beats the shared-memory node step below this size (comm/README.md).
+inline constexpr double kDefaultPairSmallKb = 32.0;
 inline constexpr double kDefaultChunkKb = 1024.0;
 
 struct CommSpan {
@@ -63,8 +67,9 @@ void destroy_communicator(Communicator* c);
 
 void grads_begin_step(Communicator& c);
 void grad_ready(Communicator& c, ParamStore& s, size_t view);
-double grads_finish_step(Communicator& c, ParamStore& s);
+void grads_finish_step(Communicator& c, ParamStore& s);
 void allreduce_sum(Communicator& c, float* data, size_t n);
+// The spans recorded since the last call (empty unless CommConfig::record_spans).
 std::vector<CommSpan> take_spans(Communicator& c);
 std::string describe(const Communicator& c);
 

@@ -49,17 +49,25 @@ struct InFlight {
 };
 
 // Process-wide state: allocated once and never destroyed, so the detached watchdog thread can
-// never see it torn down at exit.
+// never see it torn down at exit. The in-flight list belongs to the thread that makes the MPI
+// calls (MPI_THREAD_FUNNELED): no lock on that path, which is on every small allreduce. The
+// oldest entry is published in atomics, seqlock style (fields first, then its sequence number),
+// for the watchdog thread.
 struct State {
   State() { inflight.reserve(1024); }
-  std::mutex mu;
-  std::vector<InFlight> inflight;  // in begin order
+  std::vector<InFlight> inflight;  // in begin order; MPI thread only
   uint64_t next_seq = 1;
+  std::atomic<uint64_t> pub_seq{0};  // oldest in flight (0: none)
+  std::atomic<const char*> pub_name{nullptr};
+  std::atomic<int> pub_bucket{-1};
+  std::atomic<int64_t> pub_begun_ns{0};
   std::atomic<double> timeout_s{600.0};
   std::atomic<bool> thread_started{false};
+  std::mutex init_mu;  // watchdog_init / watchdog_shutdown against the report
   // Node board (null before watchdog_init).
   std::atomic<Slot*> board{nullptr};
   Slot* mine = nullptr;
+  const char* packed_name = nullptr;  // the name last written to the board (names are static strings)
   int local_size = 1, local_rank = 0, world_rank = 0, world_size = 1, nodes = 1;
   MPI_Win win = MPI_WIN_NULL;
 };
@@ -88,17 +96,27 @@ std::string unpack_name(const Slot* slot) {
   return std::string(buf);
 }
 
-// Publishes the oldest in-flight collective of this process (called with mu held).
-void publish_locked(State& s) {
-  if (!s.mine) return;
+// Publishes the oldest in-flight collective of this process (MPI thread only).
+void publish_oldest(State& s) {
   if (s.inflight.empty()) {
-    s.mine->oldest_seq.store(0, std::memory_order_release);
+    s.pub_seq.store(0, std::memory_order_release);
+    if (s.mine) s.mine->oldest_seq.store(0, std::memory_order_release);
     return;
   }
   const InFlight& f = s.inflight.front();
-  pack_name(s.mine, f.name);
-  s.mine->oldest_bucket.store(f.bucket, std::memory_order_relaxed);
-  s.mine->oldest_seq.store(f.seq, std::memory_order_release);
+  s.pub_seq.store(0, std::memory_order_release);
+  s.pub_name.store(f.name, std::memory_order_relaxed);
+  s.pub_bucket.store(f.bucket, std::memory_order_relaxed);
+  s.pub_begun_ns.store(f.begun.time_since_epoch().count(), std::memory_order_relaxed);
+  s.pub_seq.store(f.seq, std::memory_order_release);
+  if (s.mine) {
+    if (f.name != s.packed_name) {
+      pack_name(s.mine, f.name);
+      s.packed_name = f.name;
+    }
+    s.mine->oldest_bucket.store(f.bucket, std::memory_order_relaxed);
+    s.mine->oldest_seq.store(f.seq, std::memory_order_release);
+  }
 }
 
 [[noreturn]] void report_and_exit(State& s, const InFlight& f, double waited) {
@@ -150,18 +168,17 @@ void watchdog_loop() {
     double t = s.timeout_s.load();
     auto period = std::chrono::duration<double>(std::min(0.25, std::max(0.01, t / 20.0)));
     std::this_thread::sleep_for(period);
-    InFlight oldest{};
-    bool any = false;
-    {
-      std::lock_guard<std::mutex> lk(s.mu);
-      if (!s.inflight.empty()) {
-        oldest = s.inflight.front();
-        any = true;
-      }
-    }
-    if (!any) continue;
+    const uint64_t seq = s.pub_seq.load(std::memory_order_acquire);
+    if (seq == 0) continue;
+    InFlight oldest{seq, s.pub_name.load(std::memory_order_relaxed), s.pub_bucket.load(std::memory_order_relaxed),
+                    Clock::time_point(Clock::duration(s.pub_begun_ns.load(std::memory_order_relaxed)))};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.pub_seq.load(std::memory_order_relaxed) != seq || !oldest.name) continue;  // changed meanwhile: it moves
     double waited = std::chrono::duration<double>(Clock::now() - oldest.begun).count();
-    if (waited > s.timeout_s.load()) report_and_exit(s, oldest, waited);
+    if (waited > s.timeout_s.load()) {
+      std::lock_guard<std::mutex> lk(s.init_mu);
+      report_and_exit(s, oldest, waited);
+    }
   }
 }
 
@@ -204,11 +221,12 @@ void watchdog_init(const World& w) {
   }
   MPI_CHECK(MPI_Barrier(w.node_comm));
   {
-    std::lock_guard<std::mutex> lk(s.mu);
+    std::lock_guard<std::mutex> lk(s.init_mu);
     s.mine = &board[w.local_rank];
     s.mine->world_rank.store(w.rank);
     s.mine->last_begun.store(s.next_seq - 1);
-    publish_locked(s);
+    s.packed_name = nullptr;
+    publish_oldest(s);
   }
   MPI_CHECK(MPI_Barrier(w.node_comm));
   s.board.store(board, std::memory_order_release);
@@ -219,7 +237,7 @@ void watchdog_shutdown() {
   State& s = st();
   if (!s.board.load()) return;
   {
-    std::lock_guard<std::mutex> lk(s.mu);
+    std::lock_guard<std::mutex> lk(s.init_mu);
     s.board.store(nullptr);
     s.mine = nullptr;
   }
@@ -230,24 +248,20 @@ void watchdog_shutdown() {
 
 uint64_t watch_begin(const char* name, int bucket) {
   State& s = st();
-  std::lock_guard<std::mutex> lk(s.mu);
   uint64_t seq = s.next_seq++;
   s.inflight.push_back({seq, name, bucket, Clock::now()});
-  if (s.mine) {
-    s.mine->last_begun.store(seq, std::memory_order_release);
-    if (s.inflight.size() == 1) publish_locked(s);
-  }
+  if (s.mine) s.mine->last_begun.store(seq, std::memory_order_release);
+  if (s.inflight.size() == 1) publish_oldest(s);
   if (!s.thread_started.load(std::memory_order_relaxed)) ensure_thread(s);
   return seq;
 }
 
 void watch_end(uint64_t seq) {
   State& s = st();
-  std::lock_guard<std::mutex> lk(s.mu);
   for (size_t i = 0; i < s.inflight.size(); ++i) {
     if (s.inflight[i].seq == seq) {
       s.inflight.erase(s.inflight.begin() + static_cast<std::ptrdiff_t>(i));
-      if (i == 0) publish_locked(s);
+      if (i == 0) publish_oldest(s);
       return;
     }
   }

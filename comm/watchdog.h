@@ -23,7 +23,8 @@ void set_comm_timeout(double seconds);
 double comm_timeout();
 
 // Marks entry into / exit from one collective. Every rank must begin the same collectives in the
-// same order (MPI requires it anyway): the sequence numbers then line up across ranks.
+// same order (MPI requires it anyway): the sequence numbers then line up across ranks. Called by
+// the thread that makes the MPI calls (MPI_THREAD_FUNNELED), so there is no lock on this path.
 uint64_t watch_begin(const char* name, int bucket = -1);
 void watch_end(uint64_t seq);
 

@@ -380,7 +380,7 @@ int run_comm_bench_command(CommBenchArgs& a, int argc, char** argv) {
   set_comm_timeout(a.comm_timeout);
   const size_t minb = parse_size(a.min_bytes), maxb = parse_size(a.max_bytes);
   if (minb == 0 || maxb < minb) throw UserError("need 0 < min bytes <= max bytes");
-  std::string backend = a.bucketed ? "auto" : a.backend;
+  std::string backend = a.bucketed || a.side_by_side ? "auto" : a.backend;  // the trainer's own choice
   if ((a.bucketed || backend == "hierarchical") && a.op != "allreduce")
     throw UserError("--bucketed and --backend hierarchical run allreduce only");
 

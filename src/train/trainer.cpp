@@ -86,8 +86,9 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   TrainStepStats st = wl.train_step(epoch, batch);
   const double t_backward_done = MPI_Wtime();
   StepOutcome o;
-  o.comm_seconds = grads_finish_step(comm, wl.store);
+  grads_finish_step(comm, wl.store);
   const double t_comm_done = MPI_Wtime();
+  o.comm_seconds = t_comm_done - t_backward_done;
   optimizer_step(opt, wl.store, lr);
   // The global mean loss: exact and identical on every rank (so every rank agrees to stop on NaN).
   double loss_and_count[2] = {st.loss_sum, static_cast<double>(st.samples)};
@@ -146,7 +147,9 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
   broadcast_parameters(w, wl->store);
   Hyperparams hp = make_hyperparams(cfg, wl->batches_per_epoch);
   init_optimizer(hp.optimizer, wl->store);
-  std::unique_ptr<Communicator> comm = make_communicator(w, opts.comm, wl->store);
+  CommConfig comm_cfg = opts.comm;
+  comm_cfg.record_spans = !opts.trace_path.empty();
+  std::unique_ptr<Communicator> comm = make_communicator(w, comm_cfg, wl->store);
   Trace trace;
   trace.path = opts.trace_path;
   trace.max_steps = opts.trace_steps;

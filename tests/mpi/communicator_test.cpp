@@ -77,14 +77,14 @@ void expect_bits_equal(const ParamStore& s, const std::vector<float>& got, const
 }
 
 // One simulated step: views signalled in reverse order, `work` between them.
-double bucketed_step(Communicator& c, ParamStore& s, bool signal, void (*work)() = nullptr) {
+void bucketed_step(Communicator& c, ParamStore& s, bool signal, void (*work)() = nullptr) {
   grads_begin_step(c);
   if (signal)
     for (size_t v = s.views.size(); v > 0; --v) {
       if (work) work();
       grad_ready(c, s, v - 1);
     }
-  return grads_finish_step(c, s);
+  grads_finish_step(c, s);
 }
 
 }  // namespace
@@ -97,17 +97,18 @@ TEST(Communicator, BucketedEqualsFlatBitForBitForManyCaps) {
   const std::vector<float> want = reference_sum(input, 0);
   for (const char* backend : {"auto", "mpi", "hierarchical"})
     for (double cap : {0.0001, 0.003, 0.05, 0.4, 2.0, 100.0})
-      for (double chunk_kb : {16.0, 1024.0}) {
+      for (double chunk_kb : {16.0, 1024.0})
+      for (double small_per_mb : {200.0, 0.0}) {
         CommConfig cfg;
         cfg.backend = backend;
         cfg.bucket_mb = cap;
         cfg.first_bucket_mb = cap / 3;
         cfg.chunk_kb = chunk_kb;
-        cfg.small_kb = cap * 200;  // auto: move the mpi/hierarchical boundary around too
+        cfg.small_kb = cap * small_per_mb;  // auto: move the mpi/hierarchical boundary around (0: default)
         auto c = make_communicator(w, cfg, s);
         std::string what = std::string(backend) + " cap " + std::to_string(cap) + " MB chunk " +
-                           std::to_string(chunk_kb) + " KiB";
-        for (int step = 0; step < 2; ++step) {  // twice: buffers and windows are reused
+                           std::to_string(chunk_kb) + " KiB small " + std::to_string(cfg.small_kb) + " KiB";
+        for (int step = 0; step < 3; ++step) {  // buffers, windows and staging regions are reused
           s.grads = input;
           bucketed_step(*c, s, true);
           expect_bits_equal(s, s.grads, want, what + " step " + std::to_string(step));
@@ -174,6 +175,7 @@ TEST(Communicator, OverlappedBackwardEqualsFlatAndUnsignalledBucketsStillReduce)
     for (bool signal : {true, false}) {
       CommConfig cfg;
       cfg.overlap = overlap;
+      cfg.record_spans = true;
       cfg.bucket_mb = 0.3;
       cfg.first_bucket_mb = 0.05;
       auto c = make_communicator(w, cfg, s);
