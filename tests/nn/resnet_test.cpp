@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/arena.h"
@@ -66,8 +67,11 @@ TEST(ResNet20, ParameterGradientsMatchFiniteDifferencesOnATinyBatch) {
   std::fill(m.store.grads.begin(), m.store.grads.end(), 0.0f);
   resnet_backward(*m.net, m.store, m.arena, dlogits.data(), n, [](size_t) {});
   // Central differences in float through ~14 layers with batch-norm over as few as 8 rows: the
-  // loss bends fast (ReLU kinks, tiny-batch BN), so eps is small (1e-4; at 1e-2 the truncation
-  // error alone reaches 20%); tolerance 5% relative + 2e-3 absolute. Three entries per view.
+  // loss bends fast (ReLU kinks, tiny-batch BN), so eps must be small (at 1e-2 the truncation
+  // error alone reaches 20%), but at 1e-4 the float rounding of the loss is ~3e-3 of the
+  // quotient, and which of the two wins depends on the entry and on the CPU's code generation
+  // (-march=native). So each entry is differenced at eps 1e-4, 3e-4 and 1e-3 and must match at
+  // least one (5% relative + 2e-3 absolute): a wrong gradient matches none. Three entries per view.
   Rng pick{5, 0};
   int checked = 0, large = 0;
   for (size_t v = 0; v < m.store.views.size(); ++v) {
@@ -76,15 +80,21 @@ TEST(ResNet20, ParameterGradientsMatchFiniteDifferencesOnATinyBatch) {
       const size_t i = pv.offset + size_t(pick.next_u64() % pv.count);
       float& p = m.store.params[i];
       const float saved = p;
-      const float eps = 1e-4f;
-      p = saved + eps;
-      const double lp = loss();
-      p = saved - eps;
-      const double lm = loss();
-      p = saved;
-      const double num = (lp - lm) / (double(saved + eps) - double(saved - eps));
       const double a = m.store.grads[i];
-      EXPECT_NEAR(a, num, 5e-2 * std::max(std::fabs(a), std::fabs(num)) + 2e-3) << pv.name << " [" << i - pv.offset << "]";
+      bool matched = false;
+      std::string tried;
+      for (const float eps : {1e-4f, 3e-4f, 1e-3f}) {
+        p = saved + eps;
+        const double lp = loss();
+        p = saved - eps;
+        const double lm = loss();
+        p = saved;
+        const double num = (lp - lm) / (double(saved + eps) - double(saved - eps));
+        matched = matched || std::fabs(a - num) <= 5e-2 * std::max(std::fabs(a), std::fabs(num)) + 2e-3;
+        tried += ' ';
+        tried += std::to_string(num);
+      }
+      EXPECT_TRUE(matched) << pv.name << " [" << i - pv.offset << "]: analytic " << a << ", differences" << tried;
       ++checked;
       large += std::fabs(a) > 1e-3;
     }
