@@ -24,6 +24,17 @@ inline double dot(const float* a, const float* b, size_t n) {
   return s;
 }
 
+// (loss(x + eps) - loss(x - eps)) / the step actually taken in float; x is restored.
+inline double central_difference(const std::function<double()>& loss, float& x, float eps) {
+  const float saved = x;
+  x = saved + eps;
+  const double lp = loss();
+  x = saved - eps;
+  const double lm = loss();
+  x = saved;
+  return (lp - lm) / (double(saved + eps) - double(saved - eps));
+}
+
 // Central differences of loss() w.r.t. x[i] for up to max_checks indices spread over x,
 // compared with analytic[i]: |a - num| <= rtol*max(|a|,|num|) + atol.
 inline void expect_grad_close(const char* what, const std::function<double()>& loss, float* x,
@@ -31,14 +42,7 @@ inline void expect_grad_close(const char* what, const std::function<double()>& l
                               size_t max_checks = 64) {
   const size_t step = n <= max_checks ? 1 : (n + max_checks - 1) / max_checks;
   for (size_t i = 0; i < n; i += step) {
-    const float saved = x[i];
-    x[i] = saved + float(eps);
-    const double lp = loss();
-    x[i] = saved - float(eps);
-    const double lm = loss();
-    x[i] = saved;
-    const double h = (double(saved + float(eps)) - double(saved - float(eps)));
-    const double num = (lp - lm) / h;
+    const double num = central_difference(loss, x[i], float(eps));
     const double a = analytic[i];
     EXPECT_NEAR(a, num, rtol * std::max(std::fabs(a), std::fabs(num)) + atol)
         << what << " index " << i << " of " << n;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/grad_check.h"
 #include "core/arena.h"
 #include "core/param_store.h"
 #include "core/rng.h"
@@ -78,18 +79,11 @@ TEST(ResNet20, ParameterGradientsMatchFiniteDifferencesOnATinyBatch) {
     const ParamView& pv = m.store.views[v];
     for (int t = 0; t < 3; ++t) {
       const size_t i = pv.offset + size_t(pick.next_u64() % pv.count);
-      float& p = m.store.params[i];
-      const float saved = p;
       const double a = m.store.grads[i];
       bool matched = false;
       std::string tried;
       for (const float eps : {1e-4f, 3e-4f, 1e-3f}) {
-        p = saved + eps;
-        const double lp = loss();
-        p = saved - eps;
-        const double lm = loss();
-        p = saved;
-        const double num = (lp - lm) / (double(saved + eps) - double(saved - eps));
+        const double num = test::central_difference(loss, m.store.params[i], eps);
         matched = matched || std::fabs(a - num) <= 5e-2 * std::max(std::fabs(a), std::fabs(num)) + 2e-3;
         tried += ' ';
         tried += std::to_string(num);
