@@ -14,11 +14,10 @@
 #include "comm/collectives.h"
 #include "core/fpu.h"
 #include "datasets/movielens.h"
-#include "mlperf/config.h"
-#include "train/hyperparams.h"
+#include "core/check.h"
+#include "train/setup.h"
 #include "train/step.h"
 #include "workloads/ncf/ncf_metric.h"
-#include "workloads/workload.h"
 
 using namespace mlpd;
 
@@ -49,42 +48,49 @@ int main(int argc, char** argv) {
     std::printf("baselines (%lld users, %d negatives): popularity HR@10 %.4f NDCG@10 %.4f | random HR@10 %.4f NDCG@10 %.4f\n",
                 static_cast<long long>(d.num_users), d.eval_negatives, pop, nd_pop, rnd, nd_rnd);
   }
-  nlohmann::json cfg = resolve_config(workload_defaults_yaml("ncf", scale), "", sets);
-  auto wl = make_workload("ncf", scale, cfg, WorkloadContext{w.rank, w.size, data_dir});
-  wl->init_parameters(1);
-  broadcast_parameters(w, wl->store);
-  Hyperparams hp = make_hyperparams(cfg, wl->batches_per_epoch);
-  init_optimizer(hp.optimizer, wl->store);
-  std::unique_ptr<Communicator> comm = make_communicator(w, CommConfig{}, wl->store);
-  connect_gradients(*wl, *comm, nullptr);
+  // The run's own set-up path: the same config resolution and rules as a result.
+  ResolvedRun run;
+  BuiltRun built;
+  try {
+    run = resolve_run(RunRequest{"ncf", scale, "", sets, data_dir}, w.size);
+    built = build_run(w, run, CommConfig{});
+  } catch (const UserError& e) {
+    if (w.rank == 0) std::fprintf(stderr, "bench_ncf: error: %s\n", e.what());
+    finalize_world(w);
+    return e.exit_code;
+  }
+  Workload* wl = built.workload.get();
+  Hyperparams& hp = built.hyper;
+  Communicator* comm = built.comm.get();
+  const int64_t global_batch = wl->facts.global_batch;
   if (w.rank == 0) std::printf("bench_ncf: %d rank(s), global batch %lld, %s\n", w.size,
-                               static_cast<long long>(wl->global_batch), wl->model_summary.c_str());
+                               static_cast<long long>(global_batch), wl->facts.model_summary.c_str());
   std::vector<double> step_s;
   double comm_s = 0, total = 0;
-  int64_t samples = 0;
+  double samples = 0;
   for (int i = 0; i < warmup + steps; ++i) {
     barrier(w);
     const auto t0 = std::chrono::steady_clock::now();
     StepOutcome o = train_one_step(w, *comm, *wl, hp.optimizer, static_cast<float>(lr_at(hp.schedule, i)), 0,
-                                   i % wl->batches_per_epoch);
+                                   i % wl->facts.steps_per_epoch);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) {
       step_s.push_back(dt);
       total += dt;
       comm_s += o.comm_seconds;
-      samples += o.samples;
+      samples += o.work;
     }
   }
   std::sort(step_s.begin(), step_s.end());
   const double median = step_s[step_s.size() / 2];
   const auto t0 = std::chrono::steady_clock::now();
-  EvalCounts c = wl->evaluate();
+  const EvalPartial part = wl->evaluate();
   const double eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  (void)c;
+  (void)part;
   if (w.rank == 0)
     std::printf("ranks %d | %d steps | median step %.1f ms | %.0f samples/s (median) | %.0f samples/s (mean) | comm %.1f%% | eval (rank 0's users) %.2f s\n",
-                w.size, steps, 1000 * median, static_cast<double>(wl->global_batch) / median,
-                static_cast<double>(samples) / total, 100 * comm_s / total, eval_s);
+                w.size, steps, 1000 * median, static_cast<double>(global_batch) / median,
+                samples / total, 100 * comm_s / total, eval_s);
   finalize_world(w);
   return 0;
 }

@@ -16,10 +16,9 @@
 #include "comm/collectives.h"
 #include "comm/gather_strings.h"
 #include "core/fpu.h"
-#include "mlperf/config.h"
-#include "train/hyperparams.h"
+#include "core/check.h"
+#include "train/setup.h"
 #include "train/step.h"
-#include "workloads/workload.h"
 
 using namespace mlpd;
 
@@ -49,38 +48,43 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  nlohmann::json cfg = resolve_config(workload_defaults_yaml(benchmark, "mini"), "", sets);
-  auto wl = make_workload(benchmark, "mini", cfg, WorkloadContext{w.rank, w.size, data_dir});
-  wl->init_parameters(1);
-  broadcast_parameters(w, wl->store);
-  Hyperparams hp = make_hyperparams(cfg, wl->batches_per_epoch);
-  init_optimizer(hp.optimizer, wl->store);
-  std::unique_ptr<Communicator> comm = make_communicator(w, comm_cfg, wl->store);
+  // The run's own set-up path: the same config resolution and rules as a result.
+  if (compare_overlap) comm_cfg.overlap = true;
+  ResolvedRun run;
+  BuiltRun built;
+  try {
+    run = resolve_run(RunRequest{benchmark, "mini", "", sets, data_dir}, w.size);
+    built = build_run(w, run, comm_cfg);
+  } catch (const UserError& e) {
+    if (w.rank == 0) std::fprintf(stderr, "bench_train: error: %s\n", e.what());
+    finalize_world(w);
+    return e.exit_code;
+  }
+  Workload* wl = built.workload.get();
+  Hyperparams& hp = built.hyper;
+  std::unique_ptr<Communicator>& comm = built.comm;
   std::unique_ptr<Communicator> comm_off;
   if (compare_overlap) {
-    comm_cfg.overlap = true;
-    comm = make_communicator(w, comm_cfg, wl->store);
     CommConfig off = comm_cfg;
     off.overlap = false;
     comm_off = make_communicator(w, off, wl->store);
   }
-  connect_gradients(*wl, *comm, nullptr);
+  const int64_t global_batch = wl->facts.global_batch;
   if (w.rank == 0)
     std::printf("bench_train: %s mini, %d rank(s), global batch %lld, openblas core %s, FTZ/DAZ %s\nmodel: %s\ncommunication: %s\n",
-                benchmark.c_str(), w.size, static_cast<long long>(wl->global_batch), openblas_get_corename(),
-                denormals_flushed() ? "on" : "off", wl->model_summary.c_str(), describe(*comm).c_str());
+                benchmark.c_str(), w.size, static_cast<long long>(global_batch), openblas_get_corename(),
+                denormals_flushed() ? "on" : "off", wl->facts.model_summary.c_str(), describe(*comm).c_str());
   // Step k uses communicator k % 2 when comparing (0: overlap on, 1: off).
   std::vector<double> step_s[2];
   double comm_s[2] = {0, 0}, total_s[2] = {0, 0};
-  int64_t samples[2] = {0, 0};
+  double samples[2] = {0, 0};
   const int runs = compare_overlap ? 2 : 1;
   for (int i = 0; i < runs * (warmup + steps); ++i) {
     const int k = compare_overlap ? i % 2 : 0;
     Communicator& c = k == 0 ? *comm : *comm_off;
-    if (compare_overlap) connect_gradients(*wl, c, nullptr);
     barrier(w);
     auto t0 = std::chrono::steady_clock::now();
-    StepOutcome o = train_one_step(w, c, *wl, hp.optimizer, 0.01f, 0, (i / runs) % wl->batches_per_epoch);
+    StepOutcome o = train_one_step(w, c, *wl, hp.optimizer, 0.01f, 0, (i / runs) % wl->facts.steps_per_epoch);
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // The step's time is its slowest rank's (what the next barrier waits for).
     dt = allreduce_max(w, dt);
@@ -88,7 +92,7 @@ int main(int argc, char** argv) {
       step_s[k].push_back(dt);
       comm_s[k] += o.comm_seconds;
       total_s[k] += dt;
-      samples[k] += o.samples;
+      samples[k] += o.work;
     }
   }
   auto median = [](std::vector<double> v) {
@@ -100,8 +104,8 @@ int main(int argc, char** argv) {
     if (w.rank == 0)
       std::printf("%sranks %d | %d steps | median step %.1f ms | %.0f samples/s (median) | %.0f samples/s (mean) | comm %.1f%% | %.1f GFLOP/s per rank\n",
                   compare_overlap ? (k == 0 ? "overlap on:  " : "overlap off: ") : "", w.size, steps, 1000 * med,
-                  static_cast<double>(wl->global_batch) / med, static_cast<double>(samples[k]) / total_s[k],
-                  100 * comm_s[k] / total_s[k], wl->flops_per_sample * static_cast<double>(wl->global_batch) / med / w.size / 1e9);
+                  static_cast<double>(global_batch) / med, samples[k] / total_s[k],
+                  100 * comm_s[k] / total_s[k], wl->facts.flops_per_sample * static_cast<double>(global_batch) / med / w.size / 1e9);
   }
   {
     // Per rank: a rank that always waits in the allreduce points at systematic skew (another rank

@@ -62,10 +62,4 @@ void broadcast_parameters(const World& w, ParamStore& s) {
   broadcast_floats(w, s.state.data(), s.state.size(), 0);
 }
 
-double allreduce_gradients(const World& w, ParamStore& s) {
-  double t0 = MPI_Wtime();
-  allreduce_chunks(w, s.grads.data(), s.grads.size(), MPI_FLOAT, MPI_SUM, "allreduce_gradients");
-  return MPI_Wtime() - t0;
-}
-
 }  // namespace mlpd

@@ -1,5 +1,5 @@
 // The collectives the trainer needs, on host buffers. Counts may exceed INT_MAX: calls are split.
-// (Buckets, overlap, NCCL and the hierarchical backend slot in behind allreduce_gradients.)
+// Gradients are not reduced here: the bucketed communicator (communicator.h) is their one path.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,10 +19,5 @@ void barrier(const World& w);
 
 // Rank 0's parameters (and non-trained state) become everyone's.
 void broadcast_parameters(const World& w, ParamStore& s);
-
-// Sums the flat gradient buffer over all ranks, in place. The loss is already scaled by
-// 1/global_batch, so the sum is the average: the one place gradients are averaged.
-// Returns seconds spent in communication.
-double allreduce_gradients(const World& w, ParamStore& s);
 
 }  // namespace mlpd

@@ -7,13 +7,29 @@
 
 namespace mlpd::cli {
 
+// Exit codes, one convention for every subcommand (printed by --help).
+inline constexpr int kExitSuccess = 0;
+inline constexpr int kExitInternal = 1;  // a bug or an unexpected failure (I/O, library)
+inline constexpr int kExitUsage = 2;     // usage error, bad config or data, broken MLPerf rule
+inline constexpr int kExitAborted = 3;   // the run ended without reaching its target (max epochs,
+                                         // NaN, --max-steps) or the watchdog ended a hung job
+inline constexpr const char* kExitCodesHelp =
+    "Exit codes: 0 success; 2 usage error, bad config or data, or a broken MLPerf rule (nothing\n"
+    "is run and no result is written); 3 run aborted (target not reached: max epochs, NaN,\n"
+    "--max-steps; or a hung collective ended by the watchdog); 1 internal error.";
+
+// Global options (every subcommand).
+struct GlobalArgs {
+  std::string log_level = "info";
+};
+
 struct TrainArgs {
   TrainOptions opts;
   bool print_config = false;
   bool no_overlap = false;
 };
 void add_train_command(CLI::App& app, TrainArgs& a);
-int run_train_command(TrainArgs& a, int argc, char** argv);
+int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv);
 
 struct PrepareArgs {
   std::string benchmark = "resnet";
@@ -31,6 +47,18 @@ struct CheckArgs {
 };
 void add_check_command(CLI::App& app, CheckArgs& a);
 int run_check_command(const CheckArgs& a);
+
+struct RulesArgs {
+  std::string benchmark;
+  std::string scale = "mini";
+};
+void add_rules_command(CLI::App& app, RulesArgs& a);
+int run_rules_command(const RulesArgs& a);
+
+// "resnet, ncf": the registry's workloads, for help texts.
+std::string workload_list_text();
+// The whole program: every command reads the registry (register extra workloads before calling).
+int main_entry(int argc, char** argv);
 
 // comm-bench: nccl-tests-style collective benchmark with a checked result (#wrong) per size.
 struct CommBenchArgs {

@@ -6,7 +6,9 @@
 #include "cli/commands.h"
 #include "comm/world.h"
 #include "core/check.h"
+#include "core/log.h"
 #include "mlperf/config.h"
+#include "workloads/registry.h"
 
 namespace mlpd::cli {
 
@@ -23,15 +25,18 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
   auto* c = app.add_subcommand("train", "Train one workload to its quality target (run under mpirun for N ranks)");
   auto& o = a.opts;
   o.system = default_system_name();
-  c->add_option("--benchmark,-b", o.benchmark, "Workload to train: resnet")->capture_default_str();
-  c->add_option("--scale,-s", o.scale, "mini (small real data, CPU minutes) or reference (MLPerf's model and data)")
+  c->footer(kExitCodesHelp);
+  c->add_option("--benchmark,-b", o.run.benchmark, "Workload to train: " + workload_list_text())
+      ->check(CLI::IsMember(workload_names()))
+      ->capture_default_str();
+  c->add_option("--scale,-s", o.run.scale, "mini (small real data, CPU minutes) or reference (MLPerf's model and data)")
       ->check(CLI::IsMember({"mini", "reference"}))
       ->capture_default_str();
-  c->add_option("--config,-c", o.config_file,
+  c->add_option("--config,-c", o.run.config_file,
                 "YAML file of hyperparameters merged over the workload's defaults (MLPerf key names; unknown keys are errors)")
       ->check(CLI::ExistingFile);
-  c->add_option("--set", o.sets, "Override one config key: --set key=value (repeatable)");
-  c->add_option("--data-dir", o.data_dir, "Directory of prepared datasets (see `mlperf-dist prepare`)")->capture_default_str();
+  c->add_option("--set", o.run.sets, "Override one config key: --set key=value (repeatable)");
+  c->add_option("--data-dir", o.run.data_dir, "Directory of prepared datasets (see `mlperf-dist prepare`)")->capture_default_str();
   c->add_option("--results-dir", o.results_dir, "Result logs go to <results-dir>/<system>/<benchmark>/result_N.txt")
       ->capture_default_str();
   c->add_option("--system", o.system, "System name used in the results path")->capture_default_str();
@@ -53,6 +58,8 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
       ->capture_default_str();
   c->add_option("--trace", o.trace_path, "Write a Chrome trace JSON (per-view backward, bucket allreduces) to this file");
   c->add_option("--trace-steps", o.trace_steps, "Steps recorded in the trace (from the first)")->capture_default_str();
+  c->add_flag("--mllog-stdout", o.mllog_stdout,
+              "Also echo every MLLOG line to stdout (as MLPerf's reference scripts print them, for log collectors)");
   c->add_flag("--print-config", a.print_config, "Print the resolved config (after rules) and exit");
   c->add_option("--max-steps", o.max_steps, "Test/study hook: stop after N steps (status aborted, not a result)");
   c->add_option("--test-target", o.test_target,
@@ -61,37 +68,40 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
   c->add_option("--loss-log", o.loss_log, "Write every step's global loss (hex float, exact) to this file");
 }
 
-int run_train_command(TrainArgs& a, int argc, char** argv) {
+int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv) {
   a.opts.comm.overlap = !a.no_overlap;
   // One compute thread per rank: ranks are the unit of parallelism.
   openblas_set_num_threads(1);
   World w = init_world(&argc, &argv);
-  // A bad config or broken rule is the same on every rank: say it once and exit cleanly.
+  // Before anything is opened or read: the config, the rules (with this run's rank count) and the
+  // typed hyperparameters. A failure is the same on every rank: say it once and exit cleanly.
+  ResolvedRun run;
   try {
-    nlohmann::json cfg = resolve_train_config(a.opts);
+    init_logging(w.rank, g.log_level);
+    run = resolve_run(a.opts.run, w.size);
     if (a.print_config) {
-      if (w.rank == 0) std::printf("%s", format_config(cfg).c_str());
+      if (w.rank == 0) std::printf("%s", format_config(run.config).c_str());
       finalize_world(w);
-      return 0;
+      return kExitSuccess;
     }
   } catch (const UserError& e) {
     if (w.rank == 0) std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
     finalize_world(w);
     return e.exit_code;
   }
-  int code = 0;
+  int code = kExitSuccess;
   try {
-    TrainResult r = run_training(w, a.opts);
-    code = r.success ? 0 : 3;
+    TrainResult r = run_training(w, run, a.opts);
+    code = r.success ? kExitSuccess : kExitAborted;
   } catch (const UserError& e) {
     // Other ranks may be waiting in a collective: end the whole job, never hang.
     if (w.size > 1) abort_world(w, e.what(), e.exit_code);
     std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
     code = e.exit_code;
   } catch (const std::exception& e) {
-    if (w.size > 1) abort_world(w, e.what(), 1);
+    if (w.size > 1) abort_world(w, e.what(), kExitInternal);
     std::fprintf(stderr, "mlperf-dist: internal error: %s\n", e.what());
-    code = 1;
+    code = kExitInternal;
   }
   finalize_world(w);
   return code;

@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "mlperf/keys.h"
+#include "mlperf/benchmark_spec.h"
 #include "mlperf/rules.h"
 
 namespace mlpd {
@@ -73,6 +74,7 @@ struct Checker {
   const Ev* run_start_ev = nullptr;
   const Ev* run_stop_ev = nullptr;
   const Ev* last_accuracy = nullptr;
+  std::vector<const Ev*> accuracies;  // every numeric eval_accuracy, in log order
 
   void need_run(const Ev& e) {
     if (!run_started) error(at(e) + e.key + " before run_start");
@@ -181,6 +183,7 @@ struct Checker {
               std::to_string(last_eval));
       accuracy_printed = true;
       last_accuracy = &e;
+      accuracies.push_back(&e);
     }
   }
 };
@@ -218,7 +221,7 @@ bool parse_line(const std::string& text, int lineno, std::vector<Ev>& out, Check
 
 }  // namespace
 
-CheckReport check_result_file(const std::string& path) {
+CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lookup) {
   CheckReport r;
   std::ifstream in(path);
   if (!in) {
@@ -276,19 +279,21 @@ CheckReport check_result_file(const std::string& path) {
       const auto& s = e->metadata.at(kScale);
       r.scale = s.is_string() ? s.get<std::string>() : s.dump();
     }
-    if (r.scale != "mini" && r.scale != "reference")
-      r.errors.push_back(at(*e) + "metadata scale '" + r.scale + "' is not mini or reference");
     if (std::find(std::begin(kOfficialBenchmarks), std::end(kOfficialBenchmarks), r.benchmark) ==
         std::end(kOfficialBenchmarks))
       r.warnings.push_back(at(*e) + "benchmark '" + r.benchmark +
                            "' is not a training 0.7.0 benchmark: the official checker rejects it");
   }
-  const BenchmarkTarget* target = nullptr;
-  BenchmarkTarget lowered{};
-  try {
-    if (!r.benchmark.empty()) target = &benchmark_target(r.benchmark, r.scale);
-  } catch (const UserError& e) {
-    r.errors.push_back(e.what());
+  const BenchmarkSpec* spec = r.benchmark.empty() ? nullptr : lookup(r.benchmark);
+  if (!r.benchmark.empty() && !spec) r.errors.push_back("unknown benchmark '" + r.benchmark + "'");
+  const ScaleSpec* target = nullptr;
+  ScaleSpec lowered{};
+  if (spec) {
+    try {
+      target = &find_scale(*spec, r.scale);
+    } catch (const UserError& e) {
+      r.errors.push_back(e.what());
+    }
   }
   // A test-only lowered target (`train --test-target`) is logged on submission_benchmark and is
   // honoured only in the open division: a closed result always meets the table's target.
@@ -324,15 +329,19 @@ CheckReport check_result_file(const std::string& path) {
   if (c.run_start_ev && c.run_stop_ev) r.run_seconds = (c.run_stop_ev->time_ms - c.run_start_ev->time_ms) / 1e3;
   if (c.run_stop_ev && c.run_stop_ev->metadata.contains(kStatus) && c.run_stop_ev->metadata.at(kStatus).is_string())
     r.status = c.run_stop_ev->metadata.at(kStatus).get<std::string>();
-  if (r.final_accuracy && (*r.final_accuracy < 0 || *r.final_accuracy >= 1))
-    r.errors.push_back(at(*c.last_accuracy) + "eval_accuracy " + fmt(*r.final_accuracy) + " is outside [0, 1)");
-  bool reached = target && r.final_accuracy && *r.final_accuracy >= target->target;
+  // Every evaluation must lie in the metric's declared range (top-1 in [0, 1], BLEU in [0, 100]).
+  if (spec)
+    for (const Ev* e : c.accuracies)
+      if (double v = e->value.get<double>(); !(v >= spec->metric.min && v <= spec->metric.max))
+        r.errors.push_back(at(*e) + "eval_accuracy " + fmt(v) + " is outside " + spec->name + "'s " +
+                           spec->metric.name + " range [" + fmt(spec->metric.min) + ", " + fmt(spec->metric.max) + "]");
+  const bool reached = spec && target && r.final_accuracy && metric_reached(spec->metric, *r.final_accuracy, target->target);
   if (r.status == kSuccess && target) {
     if (!r.final_accuracy)
       r.errors.push_back(at(*c.run_stop_ev) + "run_stop status success but no eval_accuracy logged");
     else if (!reached)
       r.errors.push_back(at(*c.run_stop_ev) + "run_stop status success but the last eval_accuracy " +
-                         fmt(*r.final_accuracy) + " is below the target " + fmt(target->target) + " (" +
+                         fmt(*r.final_accuracy) + " does not reach the target " + fmt(target->target) + " (" +
                          r.benchmark + ", " + r.scale + ")");
   }
   if (r.status == kAborted) {
@@ -341,12 +350,12 @@ CheckReport check_result_file(const std::string& path) {
   }
 
   // ---- closed division: the hyperparameters ----
-  if (r.division == kClosed && !r.benchmark.empty() && (r.scale == "mini" || r.scale == "reference")) {
-    for (const auto& k : required_log_keys(r.benchmark, str_of(kOptName))) exactly_once(k);
+  if (r.division == kClosed && spec && target) {
+    for (const auto& k : required_log_keys(*spec, str_of(kOptName))) exactly_once(k);
     json logged = json::object();
     for (const auto& e : evs)
       if (e.type == kPointInTime && !logged.contains(e.key)) logged[e.key] = e.value;
-    for (const auto& v : check_rules(r.benchmark, r.scale, logged)) {
+    for (const auto& v : check_rules(*spec, r.scale, logged)) {
       const Ev* e = first(v.key);
       r.errors.push_back((e ? at(*e) : std::string()) + v.message);
     }
@@ -358,7 +367,7 @@ CheckReport check_result_file(const std::string& path) {
                   (r.division.empty() ? "?" : r.division) + ", status " + (r.status.empty() ? "?" : r.status);
   if (r.final_accuracy) {
     s += ", eval_accuracy " + fmt(*r.final_accuracy);
-    if (target) s += std::string(reached ? " >= " : " < ") + "target " + fmt(target->target);
+    if (target) s += std::string(reached ? " reaches" : " does not reach") + " target " + fmt(target->target);
   }
   if (r.run_seconds) s += ", run " + fmt(*r.run_seconds) + " s";
   s += std::string(r.ok ? ": PASSED" : ": FAILED") + " (" + std::to_string(r.errors.size()) + " errors, " +

@@ -1,6 +1,7 @@
 // Our own result-log checker: the MLPerf training 0.7.0 compliance rules (common, closed/open,
 // resnet and its sgd/lars files, plus the stricter ordering rules of 0.7.0_warn) applied with the
-// quality target and dataset sizes of the logged scale, and the hyperparameter rules table.
+// quality target, dataset sizes and metric range of the logged benchmark and scale (its
+// BenchmarkSpec), and the hyperparameter rules table.
 //
 // The scale is read from the extra metadata field "scale" of the submission_benchmark event
 // ("reference" when absent). Hyperparameter rules (rules.h) and the closed-division key lists apply
@@ -9,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "mlperf/benchmark_spec.h"
 
 namespace mlpd {
 
@@ -25,6 +28,8 @@ struct CheckReport {
   bool converged = false;                // ok, status success and the target reached
 };
 
-CheckReport check_result_file(const std::string& path);
+// `lookup` gives the benchmark's spec (metric range and direction, targets, rules) by the name the
+// log's submission_benchmark carries; an unknown benchmark is an error.
+CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lookup);
 
 }  // namespace mlpd

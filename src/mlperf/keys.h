@@ -80,6 +80,12 @@ inline constexpr const char* kOptAdamBeta1 = "opt_adam_beta_1";
 inline constexpr const char* kOptAdamBeta2 = "opt_adam_beta_2";
 inline constexpr const char* kOptAdamEpsilon = "opt_adam_epsilon";
 
+// ---- config keys of ours (in configs and mlperf_dist_config, not MLLOG events) ----
+inline constexpr const char* kMaxEpochs = "max_epochs";
+inline constexpr const char* kLrDecay = "lr_decay";                // poly, cosine or step
+inline constexpr const char* kLrDecayEpochs = "lr_decay_epochs";   // whole schedule, warmup included
+inline constexpr const char* kLarsOptTrustCoefficient = "lars_opt_trust_coefficient";
+
 // ---- metadata fields ----
 inline constexpr const char* kMetaFile = "file";
 inline constexpr const char* kMetaLineno = "lineno";

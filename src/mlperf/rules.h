@@ -1,10 +1,9 @@
-// MLPerf rules as data. Three tables in rules.cpp, each a block of rows per benchmark:
-//   - hyperparameter rules (the MLPerf v0.7 tunable hyperparameter table): one row per constraint,
-//     naming the rule, the key(s) it constrains, the constraint, and when it applies;
-//   - quality targets and dataset sizes per (benchmark, scale);
-//   - keys a closed-division log must carry exactly once per (benchmark, optimizer).
-// Adding a rule is adding a row. A config (or the hyperparameters read back from a result log)
-// is checked against the rows of its benchmark and scale; a violation names its rule.
+// MLPerf rules as data: one row per constraint, naming the rule, the key(s) it constrains, the
+// constraint, and when it applies. Common rows (every benchmark) live in rules.cpp; each benchmark
+// brings its own rows in its BenchmarkSpec (the MLPerf v0.7 tunable hyperparameter table).
+// Rank-dependent rows (batch divisible by the ranks, batch-norm span dividing the per-rank batch)
+// are rows like the others; they apply when the rank count is known (a run), not to a log.
+// Adding a rule is adding a row; a violation names its rule.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -20,6 +19,9 @@ enum class RuleKind {
   Pow2Times,   // value == nums[0] * 2^N, N an integer (log2 within 1e-5)
   AtLeast,     // value >= nums[0]
   AtMost,      // value <= nums[0]
+  // Rank-dependent (skipped when the rank count is unknown):
+  MultipleOfRanks,    // value is a positive multiple of the rank count
+  DividesLocalBatch,  // value is 0 (= the per-rank batch) or divides (strs[0] / ranks), an integer
 };
 
 enum class CondOp { Eq, Ne, Lt, Ge };
@@ -34,7 +36,6 @@ struct RuleCond {
 };
 
 struct RuleRow {
-  const char* benchmark;          // "resnet"
   const char* scale;              // "mini", "reference" or "*"
   const char* name;               // "resnet.sgd_lr_multiple_of_0.001"
   std::vector<const char*> keys;  // spellings of the constrained key (config's, then the log's);
@@ -54,33 +55,25 @@ struct RuleViolation {
   std::string message;  // "rule <name>: <key> = <value> <what is wrong> (<source>)"
 };
 
-const std::vector<RuleRow>& rule_table();
+struct BenchmarkSpec;
 
-// Violations of the rows for (benchmark, scale) by config (a flat JSON object). A benchmark with
-// no rows yields none. scale must be "mini" or "reference" (else UserError).
-std::vector<RuleViolation> check_rules(const std::string& benchmark, const std::string& scale,
-                                       const nlohmann::json& config);
-// Throws RuleError (exit code 2) listing every violation, one per line, if there is any.
-void enforce_rules(const std::string& benchmark, const std::string& scale, const nlohmann::json& config);
-
-struct BenchmarkTarget {
-  const char* benchmark;
-  const char* scale;
-  const char* metric_key;  // the MLLOG key carrying the metric: "eval_accuracy"
-  double target;           // quality to reach (>=)
-  int64_t train_samples;   // the logged train_samples / eval_samples must be these
-  int64_t eval_samples;
-  const char* source;
+// What a rule may depend on beyond the config: the run's rank count (0: unknown, as in a log).
+struct RunShape {
+  int ranks = 0;
 };
 
-const std::vector<BenchmarkTarget>& target_table();
-// UserError when (benchmark, scale) has no row.
-const BenchmarkTarget& benchmark_target(const std::string& benchmark, const std::string& scale);
-double quality_target(const std::string& benchmark, const std::string& scale);
+// The rows every benchmark shares (global batch positive and divisible by the ranks, max_epochs).
+const std::vector<RuleRow>& common_rule_rows();
 
-// Keys a closed-division log of `benchmark` trained with `opt_name` must log exactly once, beyond
-// the common ones (submission_*, init_stop, run_start, run_stop, seed, global_batch_size, opt_name,
-// train_samples, eval_samples). From the 0.7.0 checker's closed_<benchmark>[_<opt>].yaml.
-std::vector<std::string> required_log_keys(const std::string& benchmark, const std::string& opt_name);
+// Violations of the common rows and the benchmark's rows for `scale` by config (a flat JSON
+// object). scale must be one of the benchmark's scales (else UserError).
+std::vector<RuleViolation> check_rules(const BenchmarkSpec& b, const std::string& scale,
+                                       const nlohmann::json& config, RunShape shape = {});
+// Throws RuleError (exit code 2) listing every violation, one per line, if there is any.
+void enforce_rules(const BenchmarkSpec& b, const std::string& scale, const nlohmann::json& config,
+                   RunShape shape = {});
+
+// The rows that apply to (benchmark, scale) as text, one per line: what `mlperf-dist rules` prints.
+std::string describe_rules(const BenchmarkSpec& b, const std::string& scale);
 
 }  // namespace mlpd

@@ -1,5 +1,6 @@
-// One data-parallel training step: zero gradients, local forward/backward, allreduce, update.
-// The trainer and the throughput benchmark run exactly this.
+// One data-parallel training step: zero gradients, local forward/backward (each finished view may
+// start its bucket's allreduce), wait for the buckets, update, and the global mean loss. The
+// trainer, every workload's own driver and the benchmarks run exactly this.
 #pragma once
 #include <cstdint>
 
@@ -12,16 +13,12 @@
 namespace mlpd {
 
 struct StepOutcome {
-  double loss = 0.0;          // global mean loss of the step
-  int64_t samples = 0;        // global samples in the step
-  double comm_seconds = 0.0;  // time in the gradient allreduce
+  double loss = 0.0;          // global mean loss of the step (loss_sum / loss_weight over ranks)
+  double work = 0.0;          // global work of the step, in the workload's unit
+  double comm_seconds = 0.0;  // time waiting for the gradient allreduce after backward
 };
 
-// Connects the workload's backward to the communicator: each finished view may start its bucket's
-// allreduce; with a trace, each view's finish time is recorded. Call once after both exist.
-void connect_gradients(Workload& wl, Communicator& comm, Trace* trace);
-
 StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Optimizer& opt, float lr, int epoch,
-                           int64_t batch, Trace* trace = nullptr);
+                           int64_t step, Trace* trace = nullptr);
 
 }  // namespace mlpd

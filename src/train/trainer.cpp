@@ -1,13 +1,13 @@
 #include "train/trainer.h"
 
 #include <mpi.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "comm/collectives.h"
 #include "comm/gather_strings.h"
@@ -16,10 +16,7 @@
 #include "mlperf/config.h"
 #include "mlperf/keys.h"
 #include "mlperf/mllog.h"
-#include "mlperf/rules.h"
-#include "train/hyperparams.h"
 #include "train/step.h"
-#include "workloads/workload.h"
 
 namespace mlpd {
 
@@ -43,10 +40,10 @@ void write_file_atomically(const std::string& path, const void* bytes, size_t n)
   std::filesystem::rename(tmp, path);
 }
 
-void log_submission(MlLog& log, const TrainOptions& opts, const World& w, bool open_division) {
-  nlohmann::json meta = {{keys::kScale, opts.scale}};
+void log_submission(MlLog& log, const ResolvedRun& run, const TrainOptions& opts, const World& w, bool open_division) {
+  nlohmann::json meta = {{keys::kScale, run.scale}};
   if (open_division) meta[keys::kTestTarget] = opts.test_target;
-  mllog_event(log, keys::kSubmissionBenchmark, opts.benchmark, meta);
+  mllog_event(log, keys::kSubmissionBenchmark, run.entry->spec.name, meta);
   mllog_event(log, keys::kSubmissionDivision, open_division ? keys::kOpen : keys::kClosed);
   mllog_event(log, keys::kSubmissionOrg, "mlperf-dist");
   mllog_event(log, keys::kSubmissionPlatform,
@@ -56,25 +53,181 @@ void log_submission(MlLog& log, const TrainOptions& opts, const World& w, bool o
   mllog_event(log, keys::kSubmissionPocEmail, "mlperf-dist@localhost");
 }
 
-}  // namespace
+// What backward's grad-ready calls reach: the communicator, the store, the trace.
+struct GradRouting {
+  Communicator* comm;
+  ParamStore* store;
+  Trace* trace;
+};
 
-void connect_gradients(Workload& wl, Communicator& comm, Trace* trace) {
-  Communicator* c = &comm;
-  ParamStore* store = &wl.store;
-  wl.grad_ready = [c, store, trace](size_t view) {
-    if (trace && trace->enabled()) {
-      const double now = MPI_Wtime();
-      std::string name = (trace->first_in_step ? "forward, loss, backward " : "backward ") + store->views[view].name;
-      trace_add(*trace, {std::move(name), "backward", trace->mark_s, now, 0, 0});
-      trace->mark_s = now;
-      trace->first_in_step = false;
-    }
-    grad_ready(*c, *store, view);
-  };
+void route_grad_ready(void* ctx, size_t view) {
+  auto* r = static_cast<GradRouting*>(ctx);
+  if (r->trace && r->trace->enabled()) {
+    const double now = MPI_Wtime();
+    std::string name = (r->trace->first_in_step ? "forward, loss, backward " : "backward ") + r->store->views[view].name;
+    trace_add(*r->trace, {std::move(name), "backward", r->trace->mark_s, now, 0, 0});
+    r->trace->mark_s = now;
+    r->trace->first_in_step = false;
+  }
+  grad_ready(*r->comm, *r->store, view);
 }
 
+// Sums are allreduced and finished on every rank; records are gathered to rank 0, finished there,
+// and the outcome broadcast, so every rank agrees on whether the target is reached.
+EvalOutcome evaluate_everywhere(const World& w, Workload& wl, size_t secondary_count) {
+  EvalPartial part = wl.evaluate();
+  EvalCombined all;
+  if (wl.facts.eval_kind == EvalKind::Sums) {
+    all.sums = std::move(part.sums);
+    allreduce_sum_doubles(w, all.sums.data(), all.sums.size());
+    EvalOutcome o = wl.finish_evaluation(all);
+    MLPD_CHECK(o.secondary.size() == secondary_count, "finish_evaluation returned the wrong number of secondary metrics");
+    return o;
+  }
+  all.records_by_rank = gather_strings(w, part.records);
+  std::vector<double> packed(2 + secondary_count, 0.0);
+  if (w.rank == 0) {
+    EvalOutcome o = wl.finish_evaluation(all);
+    MLPD_CHECK(o.secondary.size() == secondary_count, "finish_evaluation returned the wrong number of secondary metrics");
+    packed[0] = o.metric;
+    packed[1] = o.samples;
+    std::copy(o.secondary.begin(), o.secondary.end(), packed.begin() + 2);
+  }
+  broadcast_bytes(w, packed.data(), packed.size() * sizeof(double), 0);
+  return {packed[0], std::vector<double>(packed.begin() + 2, packed.end()), packed[1]};
+}
+
+// The state of one run between run_start and run_stop, and the services a driver calls.
+class TrainLoop final : public LoopServices {
+ public:
+  TrainLoop(World& w, const ResolvedRun& run, const TrainOptions& opts, BuiltRun& built, MlLog& log, Trace& trace,
+            double target, std::FILE* loss_log)
+      : w_(w), run_(run), opts_(opts), b_(built), wl_(*built.workload), log_(log), trace_(trace), target_(target),
+        loss_log_(loss_log) {}
+
+  void begin_epoch(int epoch) override {
+    const int every = wl_.facts.eval_every_epochs;
+    if ((epoch - 1) % every == 0)
+      mllog_start(log_, keys::kBlockStart, nullptr, {{keys::kFirstEpochNum, epoch}, {keys::kEpochCount, every}});
+    mllog_start(log_, keys::kEpochStart, nullptr, {{keys::kEpochNum, epoch}});
+    steps_this_epoch_ = wl_.steps_in_epoch(epoch - 1);
+  }
+
+  bool train_step(int epoch, int64_t b) override {
+    if (stopped_) return false;
+    const auto t0 = Clock::now();
+    const float lr = static_cast<float>(lr_at(b_.hyper.schedule, step_));
+    StepOutcome so = train_one_step(w_, *b_.comm, wl_, b_.hyper.optimizer, lr, epoch - 1, b, &trace_);
+    const double dt = seconds_since(t0);
+    ++step_;
+    step_seconds_ += dt;
+    comm_seconds_ += so.comm_seconds;
+    work_ += so.work;
+    window_loss_ += so.loss;
+    window_seconds_ += dt;
+    ++window_steps_;
+    window_work_ += so.work;
+    if (loss_log_) std::fprintf(loss_log_, "%lld %a\n", static_cast<long long>(step_), so.loss);
+    if (!std::isfinite(so.loss)) {
+      if (w_.rank == 0) spdlog::error("loss is not finite at step {}: aborting the run", step_);
+      stopped_ = true;
+      return false;
+    }
+    if (seconds_since(last_print_) >= opts_.progress_seconds || b + 1 == steps_this_epoch_) {
+      spdlog::info("epoch {} step {}/{} | loss {:.4f} | lr {:.4g} | {:.0f} ms | {:.0f} {}/s", epoch, b + 1,
+                   steps_this_epoch_, window_loss_ / static_cast<double>(window_steps_), lr,
+                   1000.0 * window_seconds_ / static_cast<double>(window_steps_), window_work_ / window_seconds_,
+                   wl_.facts.work_unit);
+      last_print_ = Clock::now();
+      window_loss_ = window_seconds_ = window_work_ = 0.0;
+      window_steps_ = 0;
+    }
+    if (opts_.max_steps > 0 && step_ >= opts_.max_steps) {
+      stopped_ = true;
+      return false;
+    }
+    return true;
+  }
+
+  void end_epoch(int epoch) override {
+    mllog_end(log_, keys::kEpochStop, nullptr, {{keys::kEpochNum, epoch}});
+    epochs_ = epoch;
+  }
+
+  bool evaluate(int epoch) override {
+    const MetricSpec& m = run_.entry->spec.metric;
+    mllog_start(log_, keys::kEvalStart, nullptr, {{keys::kEpochNum, epoch}});
+    const auto te = Clock::now();
+    EvalOutcome o = evaluate_everywhere(w_, wl_, m.secondary.size());
+    final_metric_ = o.metric;
+    mllog_event(log_, m.mllog_key, o.metric, {{keys::kEpochNum, epoch}});
+    mllog_end(log_, keys::kEvalStop, nullptr, {{keys::kEpochNum, epoch}});
+    std::string extras;
+    for (size_t i = 0; i < m.secondary.size(); ++i) extras += fmt::format(" | {} {:.6f}", m.secondary[i], o.secondary[i]);
+    spdlog::info("eval epoch {} | {} {:.4f} (target {}{:.4f}){} | {:.0f} samples in {:.1f} s", epoch, m.name, o.metric,
+                 m.higher_is_better ? "" : "<= ", target_, extras, o.samples, seconds_since(te));
+    if (metric_reached(m, o.metric, target_)) {
+      success_ = true;
+      stopped_ = true;
+    }
+    const int every = wl_.facts.eval_every_epochs;
+    mllog_end(log_, keys::kBlockStop, nullptr, {{keys::kFirstEpochNum, epoch - (epoch - 1) % every}});
+    return success_;
+  }
+
+  int max_epochs() const override { return run_.run.max_epochs; }
+  bool stopped() const override { return stopped_; }
+
+  // Epochs of steps, evaluating every eval_every_epochs, at the last epoch, and when stopping.
+  void drive_epochs() {
+    const int every = wl_.facts.eval_every_epochs;
+    for (int epoch = 1; epoch <= max_epochs() && !stopped_; ++epoch) {
+      begin_epoch(epoch);
+      for (int64_t b = 0; b < steps_this_epoch_; ++b)
+        if (!train_step(epoch, b)) break;
+      end_epoch(epoch);
+      if (epoch % every == 0 || epoch == max_epochs() || stopped_) evaluate(epoch);
+    }
+  }
+
+  void fill(TrainResult& r) const {
+    r.success = success_;
+    r.status = success_ ? keys::kSuccess : keys::kAborted;
+    r.epochs = epochs_;
+    r.final_metric = final_metric_;
+    r.steps = step_;
+    r.work_unit = wl_.facts.work_unit;
+    r.throughput = step_seconds_ > 0 ? work_ / step_seconds_ : 0.0;
+    r.comm_share = step_seconds_ > 0 ? comm_seconds_ / step_seconds_ : 0.0;
+    r.mean_step_ms = step_ > 0 ? 1000.0 * step_seconds_ / static_cast<double>(step_) : 0.0;
+  }
+
+ private:
+  World& w_;
+  const ResolvedRun& run_;
+  const TrainOptions& opts_;
+  BuiltRun& b_;
+  Workload& wl_;
+  MlLog& log_;
+  Trace& trace_;
+  double target_;
+  std::FILE* loss_log_;
+  int64_t step_ = 0;
+  int64_t steps_this_epoch_ = 0;
+  int epochs_ = 0;
+  bool stopped_ = false;
+  bool success_ = false;
+  double final_metric_ = 0.0;
+  double step_seconds_ = 0.0, comm_seconds_ = 0.0, work_ = 0.0;
+  Clock::time_point last_print_ = Clock::now();
+  double window_loss_ = 0.0, window_seconds_ = 0.0, window_work_ = 0.0;
+  int64_t window_steps_ = 0;
+};
+
+}  // namespace
+
 StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Optimizer& opt, float lr, int epoch,
-                           int64_t batch, Trace* trace) {
+                           int64_t step, Trace* trace) {
   const bool tracing = trace && trace->enabled();
   const double t0 = MPI_Wtime();
   if (tracing) {
@@ -83,7 +236,8 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   }
   std::fill(wl.store.grads.begin(), wl.store.grads.end(), 0.0f);
   grads_begin_step(comm);
-  TrainStepStats st = wl.train_step(epoch, batch);
+  GradRouting routing{&comm, &wl.store, trace};
+  const StepStats st = wl.train_step(epoch, step, GradReady{&routing, &route_grad_ready});
   const double t_backward_done = MPI_Wtime();
   StepOutcome o;
   grads_finish_step(comm, wl.store);
@@ -91,10 +245,10 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   o.comm_seconds = t_comm_done - t_backward_done;
   optimizer_step(opt, wl.store, lr);
   // The global mean loss: exact and identical on every rank (so every rank agrees to stop on NaN).
-  double loss_and_count[2] = {st.loss_sum, static_cast<double>(st.samples)};
-  allreduce_sum_doubles(w, loss_and_count, 2);
-  o.loss = loss_and_count[0] / loss_and_count[1];
-  o.samples = static_cast<int64_t>(loss_and_count[1]);
+  double sums[3] = {st.loss_sum, st.loss_weight, st.work};
+  allreduce_sum_doubles(w, sums, 3);
+  o.loss = sums[0] / sums[1];
+  o.work = sums[2];
   if (tracing) {
     const double t_end = MPI_Wtime();
     for (const CommSpan& sp : take_spans(comm))
@@ -109,69 +263,49 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   return o;
 }
 
-nlohmann::json resolve_train_config(const TrainOptions& opts) {
-  nlohmann::json cfg = resolve_config(workload_defaults_yaml(opts.benchmark, opts.scale), opts.config_file, opts.sets);
-  enforce_rules(opts.benchmark, opts.scale, cfg);
-  make_hyperparams(cfg, 1);  // our own keys (lr_decay) are validated here too, before any work
-  return cfg;
-}
-
-TrainResult run_training(World& w, const TrainOptions& opts) {
+TrainResult run_training(World& w, const ResolvedRun& run, const TrainOptions& opts) {
   enable_flush_denormals();
   const bool rank0 = w.rank == 0;
   const auto init_clock = Clock::now();
-  nlohmann::json cfg = resolve_train_config(opts);
   const bool open_division = opts.test_target > 0.0;
-  const double target = open_division ? opts.test_target : quality_target(opts.benchmark, opts.scale);
-  const int max_epochs = cfg.at("max_epochs").get<int>();
-  const uint64_t seed = cfg.at("seed").get<uint64_t>();
-  if (max_epochs <= 0) throw UserError("max_epochs must be positive", 2);
+  const double target = open_division ? opts.test_target : run.target;
+  const std::string& benchmark = run.entry->spec.name;
 
-  if (rank0) {
-    std::printf("mlperf-dist train: benchmark %s, scale %s, %d rank(s) on %d node(s)\n", opts.benchmark.c_str(),
-                opts.scale.c_str(), w.size, w.nodes);
-    std::printf("resolved config:\n%s", format_config(cfg).c_str());
-    std::printf("flush-to-zero and denormals-are-zero: %s on every computing thread\n",
-                denormals_flushed() ? "on" : "NOT available");
-    std::fflush(stdout);
-  }
+  spdlog::info("mlperf-dist train: benchmark {}, scale {}, {} rank(s) on {} node(s)", benchmark, run.scale, w.size,
+               w.nodes);
+  std::string config_text = format_config(run.config);
+  if (!config_text.empty() && config_text.back() == '\n') config_text.pop_back();
+  spdlog::info("resolved config:\n{}", config_text);
+  spdlog::info("flush-to-zero and denormals-are-zero: {} on every computing thread",
+               denormals_flushed() ? "on" : "NOT available");
 
-  MlLog log = open_mllog(rank0, opts.results_dir, opts.system, opts.benchmark, true);
-  log_submission(log, opts, w, open_division);
+  MlLog log = open_mllog(rank0, opts.results_dir, opts.system, benchmark, opts.mllog_stdout);
+  log_submission(log, run, opts, w, open_division);
   mllog_event(log, keys::kCacheClear, true);
   mllog_start(log, keys::kInitStart);
 
-  WorkloadContext ctx{w.rank, w.size, opts.data_dir};
-  std::unique_ptr<Workload> wl = make_workload(opts.benchmark, opts.scale, cfg, ctx);
-  wl->init_parameters(seed);
-  broadcast_parameters(w, wl->store);
-  Hyperparams hp = make_hyperparams(cfg, wl->batches_per_epoch);
-  init_optimizer(hp.optimizer, wl->store);
   CommConfig comm_cfg = opts.comm;
   comm_cfg.record_spans = !opts.trace_path.empty();
-  std::unique_ptr<Communicator> comm = make_communicator(w, comm_cfg, wl->store);
+  BuiltRun built = build_run(w, run, comm_cfg);
+  Workload& wl = *built.workload;
   Trace trace;
   trace.path = opts.trace_path;
   trace.max_steps = opts.trace_steps;
-  connect_gradients(*wl, *comm, &trace);
 
-  mllog_event(log, keys::kMlpdConfig, cfg);
-  mllog_event(log, keys::kSeed, seed);
-  mllog_event(log, keys::kGlobalBatchSize, wl->global_batch);
-  mllog_event(log, keys::kTrainSamples, wl->train_samples);
-  mllog_event(log, keys::kEvalSamples, wl->eval_samples);
-  mllog_event(log, keys::kModelBnSpan, wl->bn_span);
-  for (const auto& [k, v] : hp.mllog_entries) mllog_event(log, k, v);
-  if (rank0) {
-    std::printf("model: %s\n", wl->model_summary.c_str());
-    std::printf("communication: %s\n", describe(*comm).c_str());
-    std::printf("data: %lld train / %lld eval samples, %lld steps per epoch, bn span %lld, target %s %.4f%s\n",
-                static_cast<long long>(wl->train_samples), static_cast<long long>(wl->eval_samples),
-                static_cast<long long>(wl->batches_per_epoch), static_cast<long long>(wl->bn_span),
-                wl->metric_name.c_str(), target, open_division ? " (test target: division open)" : "");
-    std::printf("init: %.2f s\n", seconds_since(init_clock));
-    std::fflush(stdout);
-  }
+  mllog_event(log, keys::kMlpdConfig, run.config);
+  mllog_event(log, keys::kSeed, run.run.seed);
+  mllog_event(log, keys::kGlobalBatchSize, wl.facts.global_batch);
+  mllog_event(log, keys::kTrainSamples, wl.facts.train_samples);
+  mllog_event(log, keys::kEvalSamples, wl.facts.eval_samples);
+  mllog_event(log, keys::kModelBnSpan, wl.facts.bn_span);
+  for (const auto& [k, v] : hyperparam_log_entries(built.hyper)) mllog_event(log, k, v);
+  const MetricSpec& metric = run.entry->spec.metric;
+  spdlog::info("model: {}", wl.facts.model_summary);
+  spdlog::info("communication: {}", describe(*built.comm));
+  spdlog::info("data: {} train / {} eval samples, {} steps per epoch, bn span {}, target {} {}{:.4f}{}",
+               wl.facts.train_samples, wl.facts.eval_samples, wl.facts.steps_per_epoch, wl.facts.bn_span, metric.name,
+               metric.higher_is_better ? "" : "<= ", target, open_division ? " (test target: division open)" : "");
+  spdlog::info("init: {:.2f} s", seconds_since(init_clock));
   barrier(w);
   mllog_end(log, keys::kInitStop);
 
@@ -186,136 +320,47 @@ TrainResult run_training(World& w, const TrainOptions& opts) {
   mllog_start(log, keys::kRunStart);
   const auto run_clock = Clock::now();
   trace.origin_s = MPI_Wtime();
+  TrainLoop loop(w, run, opts, built, log, trace, target, loss_log);
+  if (wl.has_own_driver())
+    wl.drive(loop);
+  else
+    loop.drive_epochs();
   TrainResult r;
-  r.status = keys::kAborted;
-  double step_seconds = 0.0, comm_seconds = 0.0;
-  int64_t samples_trained = 0;
-  int64_t step = 0;
-  bool stop = false;
-  auto last_print = Clock::now();
-  double window_loss = 0.0, window_seconds = 0.0;
-  int64_t window_steps = 0, window_samples = 0;
-
-  for (int epoch = 1; epoch <= max_epochs && !stop; ++epoch) {
-    const bool block_begins = (epoch - 1) % wl->eval_every_epochs == 0;
-    if (block_begins)
-      mllog_start(log, keys::kBlockStart, nullptr,
-                  {{keys::kFirstEpochNum, epoch}, {keys::kEpochCount, wl->eval_every_epochs}});
-    mllog_start(log, keys::kEpochStart, nullptr, {{keys::kEpochNum, epoch}});
-    for (int64_t b = 0; b < wl->batches_per_epoch; ++b) {
-      const auto t0 = Clock::now();
-      const float lr = static_cast<float>(lr_at(hp.schedule, step));
-      StepOutcome so = train_one_step(w, *comm, *wl, hp.optimizer, lr, epoch - 1, b, &trace);
-      const double loss = so.loss;
-      const double comm = so.comm_seconds;
-      const double dt = seconds_since(t0);
-      ++step;
-      step_seconds += dt;
-      comm_seconds += comm;
-      samples_trained += so.samples;
-      window_loss += loss;
-      window_seconds += dt;
-      ++window_steps;
-      window_samples += so.samples;
-      if (loss_log) std::fprintf(loss_log, "%lld %a\n", static_cast<long long>(step), loss);
-      if (!std::isfinite(loss)) {
-        if (rank0) std::fprintf(stderr, "loss is not finite at step %lld: aborting the run\n", static_cast<long long>(step));
-        stop = true;
-        break;
-      }
-      if (rank0 && (seconds_since(last_print) >= opts.progress_seconds || b + 1 == wl->batches_per_epoch)) {
-        std::printf("epoch %d step %lld/%lld | loss %.4f | lr %.4g | %.0f ms | %.0f %s/s\n", epoch,
-                    static_cast<long long>(b + 1), static_cast<long long>(wl->batches_per_epoch),
-                    window_loss / static_cast<double>(window_steps), lr,
-                    1000.0 * window_seconds / static_cast<double>(window_steps),
-                    static_cast<double>(window_samples) / window_seconds, wl->sample_unit.c_str());
-        std::fflush(stdout);
-        last_print = Clock::now();
-        window_loss = window_seconds = 0.0;
-        window_steps = window_samples = 0;
-      }
-      if (opts.max_steps > 0 && step >= opts.max_steps) {
-        stop = true;
-        break;
-      }
-    }
-    mllog_end(log, keys::kEpochStop, nullptr, {{keys::kEpochNum, epoch}});
-    r.epochs = epoch;
-    const bool block_ends = epoch % wl->eval_every_epochs == 0 || epoch == max_epochs || stop;
-    if (block_ends) {
-      mllog_start(log, keys::kEvalStart, nullptr, {{keys::kEpochNum, epoch}});
-      const auto te = Clock::now();
-      EvalCounts c = wl->evaluate();
-      MLPD_CHECK(c.extra.size() == wl->extra_metric_names.size(), "evaluate() returned the wrong number of extra metrics");
-      std::vector<double> counts{c.numerator, c.denominator};
-      counts.insert(counts.end(), c.extra.begin(), c.extra.end());
-      allreduce_sum_doubles(w, counts.data(), counts.size());
-      r.final_metric = counts[0] / counts[1];
-      mllog_event(log, keys::kEvalAccuracy, r.final_metric, {{keys::kEpochNum, epoch}});
-      mllog_end(log, keys::kEvalStop, nullptr, {{keys::kEpochNum, epoch}});
-      if (rank0) {
-        std::string extras;
-        for (size_t i = 0; i < wl->extra_metric_names.size(); ++i)
-          extras += " | " + wl->extra_metric_names[i] + " " + std::to_string(counts[2 + i] / counts[1]);
-        std::printf("eval epoch %d | %s %.4f (target %.4f)%s | %.0f samples in %.1f s\n", epoch,
-                    wl->metric_name.c_str(), r.final_metric, target, extras.c_str(), counts[1], seconds_since(te));
-        std::fflush(stdout);
-      }
-      if (r.final_metric >= target) {
-        r.success = true;
-        stop = true;
-      }
-    }
-    if (block_ends)
-      mllog_end(log, keys::kBlockStop, nullptr,
-                {{keys::kFirstEpochNum, epoch - (epoch - 1) % wl->eval_every_epochs}});
-  }
-  r.status = r.success ? keys::kSuccess : keys::kAborted;
-  r.sample_unit = wl->sample_unit;
+  loop.fill(r);
   mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, r.status}});
   r.time_to_train_s = seconds_since(run_clock);
-  r.steps = step;
-  r.throughput = step_seconds > 0 ? static_cast<double>(samples_trained) / step_seconds : 0.0;
-  r.comm_share = step_seconds > 0 ? comm_seconds / step_seconds : 0.0;
-  r.mean_step_ms = step > 0 ? 1000.0 * step_seconds / static_cast<double>(step) : 0.0;
   if (loss_log) std::fclose(loss_log);
   r.result_path = close_mllog(log);
   if (!trace.path.empty()) {
     std::vector<std::string> parts = gather_strings(w, trace_events_json(trace, w.rank));
     if (rank0) {
       write_trace_file(trace.path, parts);
-      std::printf("trace: %d step(s) of %d rank(s) in %s\n", trace.steps_traced, w.size, trace.path.c_str());
+      spdlog::info("trace: {} step(s) of {} rank(s) in {}", trace.steps_traced, w.size, trace.path);
     }
   }
   if (rank0 && !opts.dump_params.empty())
-    write_file_atomically(opts.dump_params, wl->store.params.data(), wl->store.params.size() * sizeof(float));
-  if (rank0) {
-    std::printf("%s", format_summary(opts, w, cfg, r).c_str());
-    std::fflush(stdout);
-  }
+    write_file_atomically(opts.dump_params, wl.store.params.data(), wl.store.params.size() * sizeof(float));
+  spdlog::info("{}", format_summary(run, w, r));
   return r;
 }
 
-std::string format_summary(const TrainOptions& opts, const World& w, const nlohmann::json& cfg, const TrainResult& r) {
-  char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "==== result ====\n"
-                "benchmark: %s\n"
-                "scale: %s\n"
-                "ranks: %d (%d node(s))\n"
-                "global batch: %lld\n"
-                "status: %s\n"
-                "time to train: %.1f s (run_start to run_stop)\n"
-                "epochs: %d (%lld steps, %.1f ms per step)\n"
-                "final metric: %.4f\n"
-                "throughput: %.0f %s/s\n"
-                "communication: %.1f%% of step time\n"
-                "result log: %s\n",
-                opts.benchmark.c_str(), opts.scale.c_str(), w.size, w.nodes,
-                static_cast<long long>(cfg.at("global_batch_size").get<int64_t>()), r.status.c_str(), r.time_to_train_s,
-                r.epochs, static_cast<long long>(r.steps), r.mean_step_ms, r.final_metric, r.throughput,
-                r.sample_unit.c_str(), 100.0 * r.comm_share, r.result_path.empty() ? "(none)" : r.result_path.c_str());
-  return buf;
+std::string format_summary(const ResolvedRun& run, const World& w, const TrainResult& r) {
+  return fmt::format(
+      "==== result ====\n"
+      "benchmark: {}\n"
+      "scale: {}\n"
+      "ranks: {} ({} node(s))\n"
+      "global batch: {}\n"
+      "status: {}\n"
+      "time to train: {:.1f} s (run_start to run_stop)\n"
+      "epochs: {} ({} steps, {:.1f} ms per step)\n"
+      "final metric: {:.4f}\n"
+      "throughput: {:.0f} {}/s\n"
+      "communication: {:.1f}% of step time\n"
+      "result log: {}",
+      run.entry->spec.name, run.scale, w.size, w.nodes, run.run.global_batch, r.status, r.time_to_train_s, r.epochs,
+      r.steps, r.mean_step_ms, r.final_metric, r.throughput, r.work_unit, 100.0 * r.comm_share,
+      r.result_path.empty() ? "(none)" : r.result_path);
 }
 
 }  // namespace mlpd

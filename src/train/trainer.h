@@ -1,25 +1,22 @@
 // The generic data-parallel training loop: one run of one workload to its quality target,
-// logged under MLPerf's rules. Every workload goes through here and through its one allreduce path.
+// logged under MLPerf's rules. Every workload goes through here and through its one allreduce path;
+// a workload with its own outer loop (Workload::has_own_driver) drives it through LoopServices.
 #pragma once
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "comm/communicator.h"
 #include "comm/world.h"
+#include "train/setup.h"
 
 namespace mlpd {
 
 struct TrainOptions {
-  std::string benchmark = "resnet";
-  std::string scale = "mini";
-  std::string config_file;            // merged over the workload's defaults
-  std::vector<std::string> sets;      // key=value overrides
-  std::string data_dir = "data";
+  RunRequest run;                     // benchmark, scale, config file, --set, data dir
   std::string results_dir = "results";
   std::string system = "local";
   double progress_seconds = 5.0;      // at most one step line per this many seconds
+  bool mllog_stdout = false;          // also echo every MLLOG line to stdout
   CommConfig comm;                    // gradient buckets, backend, precision, overlap, watchdog
   std::string trace_path;             // Chrome trace JSON of the first trace_steps steps
   int trace_steps = 5;
@@ -37,22 +34,18 @@ struct TrainResult {
   double time_to_train_s = 0.0;  // run_start .. run_stop
   int epochs = 0;
   double final_metric = 0.0;
-  double throughput = 0.0;       // training samples per second (all ranks), train steps only
-  std::string sample_unit = "samples";
-  double comm_share = 0.0;       // share of step time spent in gradient communication
+  double throughput = 0.0;       // work per second (all ranks), train steps only
+  std::string work_unit = "samples";
+  double comm_share = 0.0;       // share of step time spent waiting for gradient communication
   int64_t steps = 0;
   double mean_step_ms = 0.0;
 };
 
-// Resolves and validates the config (rules), builds the workload, trains, logs, summarises.
-// Throws UserError/RuleError before run_start on bad input, on every rank alike.
-TrainResult run_training(World& world, const TrainOptions& opts);
-
-// The resolved configuration alone: defaults, then --config, then --set; rules enforced.
-nlohmann::json resolve_train_config(const TrainOptions& opts);
+// Trains the resolved run (see setup.h: resolve_run on every rank first). Data and set-up errors
+// are UserErrors; a run that ends without reaching the target returns status aborted.
+TrainResult run_training(World& world, const ResolvedRun& run, const TrainOptions& opts);
 
 // The closing summary as printed at run_stop.
-std::string format_summary(const TrainOptions& opts, const World& world, const nlohmann::json& config,
-                           const TrainResult& r);
+std::string format_summary(const ResolvedRun& run, const World& world, const TrainResult& r);
 
 }  // namespace mlpd

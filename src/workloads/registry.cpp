@@ -1,37 +1,50 @@
+#include "workloads/registry.h"
+
 #include "core/check.h"
-#include "workloads/workload.h"
 
 namespace mlpd {
 
-extern const std::string kResnetMiniDefaults;
-extern const std::string kResnetReferenceDefaults;
-std::unique_ptr<Workload> make_resnet_workload(const std::string& scale, const nlohmann::json& cfg,
-                                               const WorkloadContext& ctx);
-extern const std::string kNcfMiniDefaults;
-extern const std::string kNcfReferenceDefaults;
-std::unique_ptr<Workload> make_ncf_workload(const std::string& scale, const nlohmann::json& cfg,
-                                            const WorkloadContext& ctx);
+// One line per workload: its entry, defined in its own folder.
+const WorkloadEntry& resnet_entry();
+const WorkloadEntry& ncf_entry();
 
 namespace {
-void check_scale(const std::string& scale) {
-  if (scale != "mini" && scale != "reference")
-    throw UserError("unknown scale '" + scale + "': use mini or reference", 2);
+
+std::vector<const WorkloadEntry*>& entries() {
+  static std::vector<const WorkloadEntry*> list = {
+      &resnet_entry(),
+      &ncf_entry(),
+  };
+  return list;
 }
+
 }  // namespace
 
-const std::string& workload_defaults_yaml(const std::string& benchmark, const std::string& scale) {
-  check_scale(scale);
-  if (benchmark == "resnet") return scale == "mini" ? kResnetMiniDefaults : kResnetReferenceDefaults;
-  if (benchmark == "ncf") return scale == "mini" ? kNcfMiniDefaults : kNcfReferenceDefaults;
-  throw UserError("unknown or not yet implemented benchmark '" + benchmark + "' (available: resnet, ncf)", 2);
+const std::vector<const WorkloadEntry*>& workload_entries() { return entries(); }
+
+std::vector<std::string> workload_names() {
+  std::vector<std::string> names;
+  for (const WorkloadEntry* e : entries()) names.push_back(e->spec.name);
+  return names;
 }
 
-std::unique_ptr<Workload> make_workload(const std::string& benchmark, const std::string& scale,
-                                        const nlohmann::json& config, const WorkloadContext& ctx) {
-  check_scale(scale);
-  if (benchmark == "resnet") return make_resnet_workload(scale, config, ctx);
-  if (benchmark == "ncf") return make_ncf_workload(scale, config, ctx);
-  throw UserError("unknown or not yet implemented benchmark '" + benchmark + "' (available: resnet, ncf)", 2);
+const BenchmarkSpec* find_benchmark_spec(const std::string& name) {
+  for (const WorkloadEntry* e : entries())
+    if (e->spec.name == name) return &e->spec;
+  return nullptr;
+}
+
+const WorkloadEntry& find_workload(const std::string& name) {
+  for (const WorkloadEntry* e : entries())
+    if (e->spec.name == name) return *e;
+  std::string names;
+  for (const std::string& n : workload_names()) names += (names.empty() ? "" : ", ") + n;
+  throw UserError("unknown benchmark '" + name + "' (available: " + names + ")", 2);
+}
+
+void register_workload(const WorkloadEntry& entry) {
+  if (find_benchmark_spec(entry.spec.name)) throw UserError("workload '" + entry.spec.name + "' registered twice");
+  entries().push_back(&entry);
 }
 
 std::string workload_data_path(const std::string& data_dir, const std::string& benchmark, const std::string& scale) {

@@ -1,14 +1,26 @@
-// What the generic trainer needs from a workload: its parameters, a local training step, a local
-// evaluation, and its defaults. Workloads never communicate: the trainer reduces gradients and
-// evaluation counts for all of them in one place.
+// The contract between the generic trainer and a workload. A workload is one folder,
+// src/workloads/<name>/, and one entry in the list of registry.cpp (see registry.h); this header
+// is all the rest of the program knows of it.
+//
+// Training: each step the workload adds this rank's gradients into store.grads (the trainer zeroes
+// them first), scaling sample i's loss by 1/global_batch so the sum over ranks is the mean, and
+// calls `ready(view)` as soon as a view's gradient is final (reverse view order) so its bucket's
+// allreduce overlaps the rest of backward. Batches may vary in size; the step reports its loss sum,
+// the weight that loss is averaged over (samples, tokens), and its work in the workload's unit.
+//
+// Evaluation: a rank returns a partial of one of two kinds (WorkloadFacts::eval_kind):
+//   sums    - doubles reduced by allreduce (top-1 counts, HR@10, BLEU n-gram counts and lengths);
+//   records - bytes (Boost.Serialization, see core/serialize.h) gathered to rank 0 (COCO
+//             detections, game outcomes).
+// finish_evaluation turns the combined partial into the metric and its secondary metrics: on every
+// rank for sums, on rank 0 only for records (the trainer then broadcasts the outcome).
+//
+// Workloads never communicate: the trainer owns the one allreduce path and the one evaluation path.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/param_store.h"
 
@@ -17,56 +29,91 @@ namespace mlpd {
 struct WorkloadContext {
   int rank = 0;
   int ranks = 1;
+  std::string scale = "mini";
   std::string data_dir = "data";
 };
 
-struct TrainStepStats {
-  double loss_sum = 0.0;  // summed over this rank's samples, unscaled
-  int64_t samples = 0;
+// Called by backward when view `view`'s gradient is final. A plain function and context pointer:
+// no allocation inside the step.
+struct GradReady {
+  void* ctx = nullptr;
+  void (*fn)(void* ctx, size_t view) = nullptr;
+  void operator()(size_t view) const {
+    if (fn) fn(ctx, view);
+  }
 };
 
-// Partial sums of the quality metric over this rank's share of the eval set: metric = num/den.
-// Secondary metrics (e.g. NDCG beside HR@10) are sums over the same denominator, named in
-// Workload::extra_metric_names, in that order.
-struct EvalCounts {
-  double numerator = 0.0;
-  double denominator = 0.0;
-  std::vector<double> extra;
+struct StepStats {
+  double loss_sum = 0.0;     // summed over this rank's share, unscaled
+  double loss_weight = 0.0;  // what loss_sum is a sum over (samples, tokens): loss = sum / weight
+  double work = 0.0;         // in WorkloadFacts::work_unit, for throughput
 };
 
-struct Workload {
-  std::string benchmark;
-  std::string scale;
-  std::string metric_name;        // e.g. "top1"
-  std::vector<std::string> extra_metric_names;  // reported beside the metric, not a target
+enum class EvalKind { Sums, Records };
+
+struct EvalPartial {
+  std::vector<double> sums;  // EvalKind::Sums: reduced elementwise across ranks
+  std::string records;       // EvalKind::Records: this rank's serialized records
+};
+
+struct EvalCombined {
+  std::vector<double> sums;                 // the allreduced sums
+  std::vector<std::string> records_by_rank; // rank 0: every rank's records, in rank order
+};
+
+struct EvalOutcome {
+  double metric = 0.0;
+  std::vector<double> secondary;  // in the order of MetricSpec::secondary
+  double samples = 0.0;           // how many eval samples the metric covers
+};
+
+// What the trainer and the log need to know of a built workload.
+struct WorkloadFacts {
   std::string model_summary;
-  std::string sample_unit = "samples";  // in throughput figures: "img" for image workloads
-  ParamStore store;
-  int64_t train_samples = 0;      // whole training set
-  int64_t eval_samples = 0;       // whole eval set
-  int64_t global_batch = 0;
-  int64_t batches_per_epoch = 0;
-  int64_t bn_span = 0;            // samples per batch-norm group (MLPerf model_bn_span)
+  std::string work_unit = "samples";  // throughput unit: "img", "tokens", "positions"
+  int64_t train_samples = 0;          // logged train_samples / eval_samples
+  int64_t eval_samples = 0;
+  int64_t global_batch = 0;           // logged global_batch_size
+  int64_t bn_span = 0;                // logged model_bn_span
+  int64_t steps_per_epoch = 0;        // nominal: what LR schedules count epochs in
   int eval_every_epochs = 1;
-  double flops_per_sample = 0.0;  // forward+backward, for throughput figures
-
-  // Gradients are ADDED to store.grads (the trainer zeroes them); the loss of sample i is scaled
-  // by 1/global_batch in the gradient so that the sum over ranks is the mean.
-  std::function<TrainStepStats(int epoch, int64_t batch)> train_step;
-  std::function<EvalCounts()> evaluate;
-  // Set by the trainer: call it (when set) as soon as a parameter view's gradient is final for the
-  // step, in reverse view order, so its bucket's allreduce can start while backward goes on.
-  std::function<void(size_t view)> grad_ready;
-  std::function<void(uint64_t seed)> init_parameters;
-  std::shared_ptr<void> state;    // the workload's own data, model and buffers
+  double flops_per_sample = 0.0;      // forward+backward, for throughput figures
+  EvalKind eval_kind = EvalKind::Sums;
 };
 
-// The embedded default config (YAML) of a workload at a scale; throws UserError when unknown.
-const std::string& workload_defaults_yaml(const std::string& benchmark, const std::string& scale);
-// Builds the workload for this rank: opens data, builds the model. Outside the timed region.
-std::unique_ptr<Workload> make_workload(const std::string& benchmark, const std::string& scale,
-                                        const nlohmann::json& config, const WorkloadContext& ctx);
-// Path of a workload's prepared dataset under the data directory.
-std::string workload_data_path(const std::string& data_dir, const std::string& benchmark, const std::string& scale);
+class LoopServices;
+
+// One workload on one rank. Owns its data, model and buffers; its parameters and gradients live
+// in `store` (one flat buffer each; layers hold views).
+struct Workload {
+  virtual ~Workload() = default;
+  ParamStore store;
+  WorkloadFacts facts;
+
+  virtual void init_parameters(uint64_t seed) = 0;
+  // Steps in epoch `epoch` (0-based): the workload defines its epoch (samples, tokens, games).
+  virtual int64_t steps_in_epoch(int epoch) { return epoch >= 0 ? facts.steps_per_epoch : 0; }
+  virtual StepStats train_step(int epoch, int64_t step, GradReady ready) = 0;
+  virtual EvalPartial evaluate() = 0;
+  virtual EvalOutcome finish_evaluation(const EvalCombined& combined) = 0;
+  // A workload whose outer loop is not "epochs of steps" (minigo: self-play generations, then
+  // training) drives the run itself through the trainer's services; the default is epochs.
+  virtual bool has_own_driver() const { return false; }
+  virtual void drive(LoopServices& /*loop*/) {}
+};
+
+// What a workload's own driver may do: the trainer's one training step (allreduce, optimizer,
+// progress, loss log, NaN and --max-steps handling) and its one evaluation (combine, MLLOG,
+// target). Implemented by the trainer.
+class LoopServices {
+ public:
+  virtual ~LoopServices() = default;
+  virtual void begin_epoch(int epoch) = 0;       // 1-based, as MLLOG's epoch_num
+  virtual bool train_step(int epoch, int64_t step) = 0;  // false: the run must stop now
+  virtual void end_epoch(int epoch) = 0;
+  virtual bool evaluate(int epoch) = 0;          // true: the quality target is reached
+  virtual int max_epochs() const = 0;
+  virtual bool stopped() const = 0;              // target reached, NaN, or --max-steps
+};
 
 }  // namespace mlpd

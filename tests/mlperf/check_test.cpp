@@ -2,6 +2,7 @@
 
 #include "log_fixture.h"
 #include "mlperf/check.h"
+#include "workloads/registry.h"
 #include "mlperf/keys.h"
 
 namespace mlpd {
@@ -42,7 +43,7 @@ void require_official_checker() {
 
 TEST(Check, api_written_mini_log_passes) {
   std::string path = write_log(scratch_dir(), mini_spec());
-  CheckReport r = check_result_file(path);
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
   EXPECT_TRUE(r.ok) << all(r);
   EXPECT_TRUE(r.converged);
   EXPECT_EQ(r.benchmark, "resnet");
@@ -59,7 +60,7 @@ TEST(Check, api_written_mini_log_passes) {
 TEST(Check, reference_lars_closed_log_passes_ours_and_the_official_checker) {
   require_official_checker();
   std::string path = write_log(scratch_dir(), LogSpec{});
-  CheckReport r = check_result_file(path);
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
   EXPECT_TRUE(r.ok) << all(r);
   EXPECT_TRUE(r.converged);
   auto off = run_official_checker(path);
@@ -77,7 +78,7 @@ TEST(Check, reference_sgd_closed_and_open_logs_pass_the_official_checker) {
   open.opt = "adam";  // the open division constrains no hyperparameter
   for (const LogSpec& s : {sgd, open}) {
     std::string path = write_log(dir, s);
-    CheckReport r = check_result_file(path);
+    CheckReport r = check_result_file(path, &find_benchmark_spec);
     EXPECT_TRUE(r.ok) << all(r);
     auto off = run_official_checker(path);
     EXPECT_EQ(off.status, 0) << s.division << " " << s.opt << "\n" << off.output;
@@ -89,7 +90,7 @@ TEST(Check, a_rule_violation_fails_ours_and_the_official_checker) {
   LogSpec s;
   s.hyper = {{kLarsOptEndLearningRate, 0.0002}};
   std::string path = write_log(scratch_dir(), s);
-  CheckReport r = check_result_file(path);
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(has_error(r, "rule resnet.lars_end_lr_1e-4: lars_opt_end_learning_rate = 0.0002")) << all(r);
   auto off = run_official_checker(path);
@@ -102,7 +103,7 @@ TEST(Check, closed_log_missing_an_optimizer_key_fails) {
   edit_log(path, [](json& j) {
     if (j["key"] == kSgdOptMomentum) j = json::object();
   });
-  CheckReport r = check_result_file(path);
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(has_error(r, "missing sgd_opt_momentum")) << all(r);
 }
@@ -110,7 +111,7 @@ TEST(Check, closed_log_missing_an_optimizer_key_fails) {
 TEST(Check, missing_run_stop_fails) {
   LogSpec s = mini_spec();
   s.run_stop = false;
-  CheckReport r = check_result_file(write_log(scratch_dir(), s));
+  CheckReport r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(has_error(r, "missing run_stop")) << all(r);
 }
@@ -118,7 +119,7 @@ TEST(Check, missing_run_stop_fails) {
 TEST(Check, duplicated_run_start_fails) {
   LogSpec s = mini_spec();
   s.duplicate_run_start = true;
-  CheckReport r = check_result_file(write_log(scratch_dir(), s));
+  CheckReport r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(has_error(r, "run_start logged 2 times")) << all(r);
 }
@@ -126,15 +127,35 @@ TEST(Check, duplicated_run_start_fails) {
 TEST(Check, success_below_target_fails) {
   LogSpec s = mini_spec();
   s.final_accuracy = 0.89;
-  CheckReport r = check_result_file(write_log(scratch_dir(), s));
+  CheckReport r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.converged);
-  EXPECT_TRUE(has_error(r, "below the target 0.9")) << all(r);
+  EXPECT_TRUE(has_error(r, "does not reach the target 0.9")) << all(r);
   // The same accuracy is fine for a run that says it was aborted: not converged, but a valid log.
   s.status = kAborted;
-  r = check_result_file(write_log(scratch_dir(), s));
+  r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
   EXPECT_TRUE(r.ok) << all(r);
   EXPECT_FALSE(r.converged);
+}
+
+TEST(Check, accuracy_outside_the_metrics_declared_range_fails) {
+  LogSpec s = mini_spec();
+  s.final_accuracy = 1.5;  // top-1 is a fraction: [0, 1]
+  CheckReport r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "outside resnet's top1 range [0, 1]")) << all(r);
+  s.final_accuracy = -0.1;
+  s.status = kAborted;
+  r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
+  EXPECT_TRUE(has_error(r, "outside resnet's top1 range")) << all(r);
+}
+
+TEST(Check, unknown_benchmark_fails) {
+  LogSpec s = mini_spec();
+  s.benchmark = "nobench";
+  CheckReport r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "unknown benchmark 'nobench'")) << all(r);
 }
 
 TEST(Check, reference_target_applies_without_scale_metadata) {
@@ -144,15 +165,15 @@ TEST(Check, reference_target_applies_without_scale_metadata) {
   edit_log(path, [](json& j) {
     if (j["key"] == kSubmissionBenchmark) j["metadata"].erase(kScale);
   });
-  CheckReport r = check_result_file(path);
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
   EXPECT_EQ(r.scale, "reference");
-  EXPECT_TRUE(has_error(r, "below the target 0.759")) << all(r);
+  EXPECT_TRUE(has_error(r, "does not reach the target 0.759")) << all(r);
 }
 
 TEST(Check, wrong_dataset_size_for_the_scale_fails) {
   LogSpec s = mini_spec();
   s.train_samples = 1281167;
-  CheckReport r = check_result_file(write_log(scratch_dir(), s));
+  CheckReport r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
   EXPECT_TRUE(has_error(r, "train_samples = 1281167, expected 60000")) << all(r);
 }
 
@@ -160,7 +181,7 @@ TEST(Check, malformed_json_is_reported_with_its_line) {
   std::string path = write_log(scratch_dir(), mini_spec());
   std::string text = read_text(path);
   std::ofstream(path) << "some stdout noise\n:::MLLOG {\"key\": broken\n" << text;
-  CheckReport r = check_result_file(path);
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(has_error(r, "line 2: malformed MLLOG JSON")) << all(r);
 }
@@ -171,7 +192,7 @@ TEST(Check, init_over_20_minutes_fails) {
     if (j["key"] == kInitStart || j["key"] == kCacheClear || std::string(j["key"]).rfind("submission_", 0) == 0)
       j["time_ms"] = j["time_ms"].get<int64_t>() - 21 * 60 * 1000;
   });
-  CheckReport r = check_result_file(path);
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(has_error(r, "over the limit")) << all(r);
 }
@@ -182,7 +203,7 @@ TEST(Check, mismatched_epoch_and_eval_pairs_fail) {
     if (j["key"] == kEpochStop && j["metadata"][kEpochNum] == 2) j["metadata"][kEpochNum] = 3;
     if (j["key"] == kEvalStop && j["metadata"][kEpochNum] == 4) j["metadata"].erase(kEpochNum);
   });
-  CheckReport r = check_result_file(path);
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(has_error(r, "epoch_stop 3 does not match epoch_start 2")) << all(r);
   EXPECT_TRUE(has_error(r, "eval_stop without integer metadata epoch_num")) << all(r);
@@ -200,13 +221,13 @@ TEST(Check, events_out_of_order_fail) {
       j["event_type"] = kIntervalEnd;
     }
   });
-  CheckReport r = check_result_file(path);
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(has_error(r, "run_start before init_stop")) << all(r);
 }
 
 TEST(Check, missing_file_is_an_error_not_a_crash) {
-  CheckReport r = check_result_file(scratch_dir() + "/nope.txt");
+  CheckReport r = check_result_file(scratch_dir() + "/nope.txt", &find_benchmark_spec);
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.errors.empty());
 }

@@ -4,12 +4,15 @@
 #include "log_fixture.h"
 #include "mlperf/keys.h"
 #include "mlperf/rules.h"
+#include "workloads/registry.h"
 
 namespace mlpd {
 namespace {
 
 using namespace mlpd::testing;
 using namespace mlpd::keys;
+
+const BenchmarkSpec& resnet() { return find_workload("resnet").spec; }
 
 json lars_config() {
   return {{kOptName, kLars},           {kGlobalBatchSize, 3072},
@@ -25,7 +28,7 @@ json sgd_config() {
 // The names of the rules violated.
 std::vector<std::string> broken(const json& config, const std::string& scale = "reference") {
   std::vector<std::string> names;
-  for (const auto& v : check_rules("resnet", scale, config)) names.push_back(v.rule);
+  for (const auto& v : check_rules(resnet(), scale, config)) names.push_back(v.rule);
   return names;
 }
 
@@ -36,19 +39,19 @@ TEST(Rules, valid_configs_pass_at_both_scales) {
     EXPECT_EQ(broken(lars_config(), scale), Names{}) << scale;
     EXPECT_EQ(broken(sgd_config(), scale), Names{}) << scale;
   }
-  EXPECT_NO_THROW(enforce_rules("resnet", "mini", sgd_config()));
+  EXPECT_NO_THROW(enforce_rules(resnet(), "mini", sgd_config()));
 }
 
 TEST(Rules, sgd_learning_rate_must_be_a_multiple_of_0_001) {
   json c = sgd_config();
   c[kOptBaseLearningRate] = 0.1234;
-  auto v = check_rules("resnet", "mini", c);
+  auto v = check_rules(resnet(), "mini", c);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].message,
             "rule resnet.sgd_lr_multiple_of_0.001: opt_base_learning_rate = 0.1234 is not a multiple of 0.001 "
             "(MLPerf v0.7 tunable hyperparameters)");
   try {
-    enforce_rules("resnet", "mini", c);
+    enforce_rules(resnet(), "mini", c);
     FAIL() << "no RuleError";
   } catch (const RuleError& e) {
     EXPECT_EQ(e.exit_code, 2);
@@ -80,7 +83,7 @@ TEST(Rules, weight_decay_must_be_1e4_times_a_power_of_two) {
 TEST(Rules, lars_fixed_values) {
   json c = lars_config();
   c[kLarsOptEndLearningRate] = 2e-4;
-  auto v = check_rules("resnet", "reference", c);
+  auto v = check_rules(resnet(), "reference", c);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].rule, "resnet.lars_end_lr_1e-4");
   EXPECT_NE(v[0].message.find("lars_opt_end_learning_rate = 0.0002 must be 0.0001"), std::string::npos)
@@ -120,37 +123,75 @@ TEST(Rules, rows_of_one_optimizer_ignore_the_other) {
 TEST(Rules, a_string_where_a_number_belongs_is_a_violation) {
   json c = sgd_config();
   c[kOptBaseLearningRate] = "0.1";
-  auto v = check_rules("resnet", "reference", c);
+  auto v = check_rules(resnet(), "reference", c);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_NE(v[0].message.find("is not a number"), std::string::npos);
 }
 
-TEST(Rules, unknown_scale_is_an_error_and_unknown_benchmark_has_no_rows) {
-  EXPECT_THROW(check_rules("resnet", "huge", sgd_config()), UserError);
-  EXPECT_TRUE(check_rules("nobench", "mini", json::object()).empty());
+TEST(Rules, unknown_scale_and_unknown_benchmark_are_errors) {
+  EXPECT_THROW(check_rules(resnet(), "huge", sgd_config()), UserError);
+  EXPECT_THROW(find_workload("nobench"), UserError);
+  try {
+    find_workload("nobench");
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.exit_code, 2);
+    EXPECT_NE(std::string(e.what()).find("resnet, ncf"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Rules, quality_targets_and_sizes_are_data) {
-  EXPECT_DOUBLE_EQ(quality_target("resnet", "reference"), 0.759);
-  EXPECT_DOUBLE_EQ(quality_target("resnet", "mini"), 0.90);
-  EXPECT_EQ(benchmark_target("resnet", "reference").train_samples, 1281167);
-  EXPECT_EQ(benchmark_target("resnet", "reference").eval_samples, 50000);
-  EXPECT_EQ(benchmark_target("resnet", "mini").train_samples, 60000);
-  EXPECT_EQ(benchmark_target("resnet", "mini").eval_samples, 10000);
-  EXPECT_THROW(quality_target("resnet", "huge"), UserError);
-  EXPECT_THROW(quality_target("nobench", "mini"), UserError);
+  EXPECT_DOUBLE_EQ(find_scale(resnet(), "reference").target, 0.759);
+  EXPECT_DOUBLE_EQ(find_scale(resnet(), "mini").target, 0.90);
+  EXPECT_EQ(find_scale(resnet(), "reference").train_samples, 1281167);
+  EXPECT_EQ(find_scale(resnet(), "reference").eval_samples, 50000);
+  EXPECT_EQ(find_scale(resnet(), "mini").train_samples, 60000);
+  EXPECT_EQ(find_scale(resnet(), "mini").eval_samples, 10000);
+  EXPECT_THROW(find_scale(resnet(), "huge"), UserError);
+}
+
+// Rank-dependent rows apply when the rank count is known (a run), never to a log.
+TEST(Rules, global_batch_must_divide_over_the_ranks) {
+  json c = sgd_config();  // global batch 256
+  EXPECT_EQ(broken(c), Names{});
+  auto v = check_rules(resnet(), "mini", c, RunShape{3});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].rule, "global_batch_size_multiple_of_ranks");
+  EXPECT_NE(v[0].message.find("is not a positive multiple of the 3 ranks"), std::string::npos) << v[0].message;
+  EXPECT_TRUE(check_rules(resnet(), "mini", c, RunShape{4}).empty());
+  c[kGlobalBatchSize] = 2;  // fewer samples than ranks: a rank would have none
+  EXPECT_EQ(check_rules(resnet(), "mini", c, RunShape{4}).size(), 1u);
+}
+
+TEST(Rules, bn_span_must_divide_the_per_rank_batch) {
+  json c = sgd_config();  // 256 over 4 ranks: 64 per rank
+  c[kModelBnSpan] = 32;
+  EXPECT_TRUE(check_rules(resnet(), "mini", c, RunShape{4}).empty());
+  c[kModelBnSpan] = 0;  // the whole per-rank batch
+  EXPECT_TRUE(check_rules(resnet(), "mini", c, RunShape{4}).empty());
+  c[kModelBnSpan] = 48;
+  auto v = check_rules(resnet(), "mini", c, RunShape{4});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].rule, "resnet.model_bn_span_divides_local_batch");
+  EXPECT_NE(v[0].message.find("does not divide the per-rank batch 64"), std::string::npos) << v[0].message;
+  EXPECT_TRUE(check_rules(resnet(), "mini", c).empty()) << "no rank count: not checked";
 }
 
 TEST(Rules, every_row_is_well_formed) {
-  for (const auto& r : rule_table()) {
+  auto well_formed = [](const RuleRow& r, const std::string& prefix) {
     EXPECT_FALSE(r.keys.empty()) << r.name;
-    if (r.kind == RuleKind::OneOf)
+    if (r.kind == RuleKind::OneOf || r.kind == RuleKind::DividesLocalBatch) {
       EXPECT_FALSE(r.strs.empty()) << r.name;
-    else
+    } else if (r.kind != RuleKind::MultipleOfRanks) {
       EXPECT_EQ(r.nums.size(), 1u) << r.name;
+    }
     EXPECT_TRUE(std::string(r.scale) == "*" || std::string(r.scale) == "mini" || std::string(r.scale) == "reference");
-    EXPECT_EQ(std::string(r.name).rfind(std::string(r.benchmark) + ".", 0), 0u) << r.name;
-  }
+    if (!prefix.empty()) {
+      EXPECT_EQ(std::string(r.name).rfind(prefix + ".", 0), 0u) << r.name;
+    }
+  };
+  for (const auto& r : common_rule_rows()) well_formed(r, "");
+  for (const WorkloadEntry* e : workload_entries())
+    for (const auto& r : e->spec.rules) well_formed(r, e->spec.name);
 }
 
 }  // namespace

@@ -69,16 +69,17 @@ TEST(AdamOptimizer, HyperparamsFromNcfConfig) {
   nlohmann::json cfg = {{"opt_name", "adam"},          {"opt_base_learning_rate", 0.0005},
                         {"opt_adam_beta_1", 0.9},      {"opt_adam_beta_2", 0.999},
                         {"opt_adam_epsilon", 1e-8}};
-  Hyperparams h = make_hyperparams(cfg, 100);
+  Hyperparams h = read_hyperparams(cfg);
+  h.schedule.steps_per_epoch = 100;
   EXPECT_EQ(h.optimizer.name, "adam");
   EXPECT_FLOAT_EQ(h.optimizer.beta2, 0.999f);
   for (int64_t step : {0, 50, 1000, 100000}) EXPECT_DOUBLE_EQ(lr_at(h.schedule, step), 0.0005);
   bool has_eps = false;
-  for (const auto& [k, v] : h.mllog_entries)
+  for (const auto& [k, v] : hyperparam_log_entries(h))
     if (k == keys::kOptAdamEpsilon) has_eps = v.get<double>() == 1e-8;
   EXPECT_TRUE(has_eps);
   cfg["opt_adam_beta_2"] = 1.0;
-  EXPECT_THROW(make_hyperparams(cfg, 100), std::exception);
+  EXPECT_THROW(read_hyperparams(cfg), std::exception);
 }
 
 }  // namespace

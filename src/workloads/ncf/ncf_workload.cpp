@@ -17,9 +17,10 @@
 #include "datasets/movielens.h"
 #include "datasets/sampling.h"
 #include "kernels/ncf_ops.h"
+#include "workloads/ncf/ncf_config.h"
 #include "workloads/ncf/ncf_metric.h"
 #include "workloads/ncf/ncf_model.h"
-#include "workloads/workload.h"
+#include "workloads/registry.h"
 
 namespace mlpd {
 
@@ -29,7 +30,7 @@ namespace {
 
 constexpr int kTopK = 10;
 
-struct NcfState {
+struct NcfWorkload final : Workload {
   MovieLensData data;
   std::unique_ptr<NeuMF> net;
   std::vector<int64_t> perm;
@@ -40,14 +41,25 @@ struct NcfState {
   int ranks = 1;
   int negatives = 4;
   uint64_t seed = 0;
+
+  void init_parameters(uint64_t init_seed) override { init_neumf(*net, store, init_seed); }
+  StepStats train_step(int epoch, int64_t batch, GradReady ready) override;
+  EvalPartial evaluate() override;
+  // Sums: {hits, users, ndcg}.
+  EvalOutcome finish_evaluation(const EvalCombined& c) override {
+    return {c.sums.at(0) / c.sums.at(1), {c.sums.at(2) / c.sums.at(1)}, c.sums.at(1)};
+  }
 };
 
-TrainStepStats train_step(NcfState& s, Workload& w, int epoch, int64_t batch) {
+}  // namespace
+
+StepStats NcfWorkload::train_step(int epoch, int64_t batch, GradReady ready) {
+  NcfWorkload& s = *this;
   if (s.perm_epoch != epoch) {
     epoch_permutation(s.seed, epoch, static_cast<int64_t>(s.data.train_users.size()), s.perm);
     s.perm_epoch = epoch;
   }
-  const Slice sl = rank_slice_of_batch(batch, w.global_batch, s.rank, s.ranks);
+  const Slice sl = rank_slice_of_batch(batch, facts.global_batch, s.rank, s.ranks);
   const int n = static_cast<int>(sl.count);
   const int64_t group = s.negatives + 1;
   const uint64_t stream = kTrainNegativeStream + static_cast<uint64_t>(static_cast<uint32_t>(epoch));
@@ -66,88 +78,74 @@ TrainStepStats train_step(NcfState& s, Workload& w, int epoch, int64_t batch) {
       s.labels[static_cast<size_t>(i)] = 0.0f;
     }
   }
-  const float* logits = neumf_forward(*s.net, w.store, s.users.data(), s.items.data(), n);
-  TrainStepStats st;
-  st.loss_sum = sigmoid_bce(logits, s.labels.data(), n, 1.0f / static_cast<float>(w.global_batch), s.dlogits.data());
-  st.samples = n;
-  neumf_backward(*s.net, w.store, s.users.data(), s.items.data(), n, s.dlogits.data(), w.grad_ready);
+  const float* logits = neumf_forward(*s.net, store, s.users.data(), s.items.data(), n);
+  StepStats st;
+  st.loss_sum = sigmoid_bce(logits, s.labels.data(), n, 1.0f / static_cast<float>(facts.global_batch), s.dlogits.data());
+  st.loss_weight = n;
+  st.work = n;
+  neumf_backward(*s.net, store, s.users.data(), s.items.data(), n, s.dlogits.data(),
+                 [&ready](size_t view) { ready(view); });
   return st;
 }
 
-EvalCounts evaluate(NcfState& s, Workload& w) {
+EvalPartial NcfWorkload::evaluate() {
+  NcfWorkload& s = *this;
   const Slice sl = eval_slice(s.data.num_users, s.rank, s.ranks);
   const int c = s.data.eval_negatives + 1;
-  EvalCounts counts;
-  counts.extra.assign(1, 0.0);
-  neumf_eval_prepare(*s.net, w.store);
+  double hits = 0.0, users = 0.0, ndcg = 0.0;
+  neumf_eval_prepare(*s.net, store);
   for (int64_t u = sl.begin; u < sl.begin + sl.count; ++u) {
     int32_t* it = s.items.data();
     it[0] = s.data.eval_items[static_cast<size_t>(u)];
     std::copy_n(s.data.eval_negs.data() + static_cast<size_t>(u) * s.data.eval_negatives, s.data.eval_negatives, it + 1);
-    const float* logits = neumf_score_user(*s.net, w.store, static_cast<int32_t>(u), it, c);
+    const float* logits = neumf_score_user(*s.net, store, static_cast<int32_t>(u), it, c);
     const HitNdcg h = hit_ndcg_at_k(logits, c, kTopK);
-    counts.numerator += h.hit ? 1.0 : 0.0;
-    counts.extra[0] += h.ndcg;
-    counts.denominator += 1;
+    hits += h.hit ? 1.0 : 0.0;
+    ndcg += h.ndcg;
+    users += 1;
   }
-  return counts;
+  return {{hits, users, ndcg}, {}};
 }
 
-}  // namespace
-
-std::unique_ptr<Workload> make_ncf_workload(const std::string& scale, const nlohmann::json& cfg,
-                                            const WorkloadContext& ctx) {
-  auto w = std::make_unique<Workload>();
-  auto s = std::make_shared<NcfState>();
-  w->benchmark = "ncf";
-  w->scale = scale;
-  w->metric_name = "hr@10";
-  w->extra_metric_names = {"ndcg@10"};
-  w->eval_every_epochs = 1;
+std::unique_ptr<Workload> make_ncf_workload(const WorkloadContext& ctx, const nlohmann::json& config) {
+  const NcfConfig cfg = read_ncf_config(config);
+  auto s = std::make_unique<NcfWorkload>();
+  WorkloadFacts& f = s->facts;
+  f.eval_every_epochs = 1;
   s->rank = ctx.rank;
   s->ranks = ctx.ranks;
-  s->seed = cfg.at("seed").get<uint64_t>();
-  s->negatives = cfg.at("train_negatives").get<int>();
+  s->seed = cfg.seed;
+  s->negatives = cfg.train_negatives;
   if (s->negatives < 0) throw UserError("train_negatives must be >= 0", 2);
 
-  s->data = load_movielens(workload_data_path(ctx.data_dir, "ncf", scale), scale);
+  s->data = load_movielens(workload_data_path(ctx.data_dir, "ncf", ctx.scale), ctx.scale);
   const auto positives = static_cast<int64_t>(s->data.train_users.size());
-  w->train_samples = positives;
-  w->eval_samples = s->data.num_users;
+  f.train_samples = positives;
+  f.eval_samples = s->data.num_users;
 
-  w->global_batch = cfg.at("global_batch_size").get<int64_t>();
-  if (w->global_batch <= 0 || w->global_batch % ctx.ranks != 0)
-    throw UserError("global_batch_size " + std::to_string(w->global_batch) + " must be a positive multiple of the " +
-                        std::to_string(ctx.ranks) + " ranks",
-                    2);
-  w->batches_per_epoch = batches_per_epoch(positives * (s->negatives + 1), w->global_batch);
-  const int local = static_cast<int>(w->global_batch / ctx.ranks);
+  f.global_batch = cfg.global_batch;
+  MLPD_CHECK(f.global_batch > 0 && f.global_batch % ctx.ranks == 0, "global batch not checked by the rules");
+  f.steps_per_epoch = batches_per_epoch(positives * (s->negatives + 1), f.global_batch);
+  const int local = static_cast<int>(f.global_batch / ctx.ranks);
 
   NeuMFSpec spec;
   spec.users = s->data.num_users;
   spec.items = s->data.num_items;
-  spec.mf_dim = cfg.at("mf_dim").get<int>();
-  spec.mlp_layers = cfg.at("mlp_layer_sizes").get<std::vector<int>>();
+  spec.mf_dim = cfg.mf_dim;
+  spec.mlp_layers = cfg.mlp_layer_sizes;
   // Room for the training slice and for one user's eval list.
   spec.max_batch = std::max(local, s->data.eval_negatives + 1);
-  s->net = build_neumf(spec, w->store);
-  finalize_params(w->store);
-  w->model_summary = neumf_summary(*s->net, w->store) + ", " + std::to_string(s->negatives) +
-                     " training negatives per positive";
-  w->flops_per_sample = neumf_train_flops_per_sample(*s->net);
+  s->net = build_neumf(spec, s->store);
+  finalize_params(s->store);
+  f.model_summary = neumf_summary(*s->net, s->store) + ", " + std::to_string(s->negatives) +
+                    " training negatives per positive";
+  f.flops_per_sample = neumf_train_flops_per_sample(*s->net);
   const auto mb = static_cast<size_t>(spec.max_batch);
   s->users.assign(mb, 0);
   s->items.assign(mb, 0);
   s->labels.assign(mb, 0.0f);
   s->dlogits.assign(mb, 0.0f);
-
-  NcfState* sp = s.get();
-  Workload* wp = w.get();
-  w->train_step = [sp, wp](int epoch, int64_t batch) { return train_step(*sp, *wp, epoch, batch); };
-  w->evaluate = [sp, wp]() { return evaluate(*sp, *wp); };
-  w->init_parameters = [sp, wp](uint64_t seed) { init_neumf(*sp->net, wp->store, seed); };
-  w->state = s;
-  return w;
+  return s;
 }
 
 }  // namespace mlpd

@@ -1,0 +1,75 @@
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/check.h"
+#include "core/log.h"
+#include "workloads/registry.h"
+
+namespace mlpd::cli {
+
+std::string workload_list_text() {
+  std::string s;
+  for (const std::string& n : workload_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+int main_entry(int argc, char** argv) {
+  std::string workloads;
+  for (const WorkloadEntry* e : workload_entries()) workloads += "  " + e->spec.name + ": " + e->spec.summary + "\n";
+  CLI::App app{
+      "mlperf-dist: MLPerf Training workloads, data-parallel across MPI ranks, trained to a quality\n"
+      "target under MLPerf's rules, with time-to-train and scaling figures.\n"
+      "Typical use:\n"
+      "  mlperf-dist prepare --benchmark resnet --scale mini\n"
+      "  mpirun -np 2 mlperf-dist train --benchmark resnet --scale mini\n"
+      "  mlperf-dist check results/<system>/resnet/result_0.txt\n"
+      "Workloads:\n" +
+      workloads};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  app.footer(kExitCodesHelp);
+  GlobalArgs global;
+  app.add_option("--log-level", global.log_level, "Human log level (MLLOG result lines are not affected)")
+      ->check(CLI::IsMember(log_level_names()))
+      ->capture_default_str();
+
+  TrainArgs train;
+  add_train_command(app, train);
+  PrepareArgs prepare;
+  add_prepare_command(app, prepare);
+  CheckArgs check;
+  add_check_command(app, check);
+  RulesArgs rules;
+  add_rules_command(app, rules);
+  CommBenchArgs comm_bench;
+  add_comm_bench_command(app, comm_bench);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" with code 0; every real parse error is a usage error.
+    const int code = app.exit(e);
+    return code == 0 ? kExitSuccess : kExitUsage;
+  }
+  try {
+    init_logging(0, global.log_level);
+    if (app.got_subcommand("train")) return run_train_command(train, global, argc, argv);
+    if (app.got_subcommand("prepare")) return run_prepare_command(prepare);
+    if (app.got_subcommand("check")) return run_check_command(check);
+    if (app.got_subcommand("rules")) return run_rules_command(rules);
+    if (app.got_subcommand("comm-bench")) return run_comm_bench_command(comm_bench, argc, argv);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
+    return e.exit_code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mlperf-dist: internal error: %s\n", e.what());
+    return kExitInternal;
+  }
+  return kExitInternal;
+}
+
+}  // namespace mlpd::cli

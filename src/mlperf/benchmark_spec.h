@@ -1,0 +1,59 @@
+// What the MLPerf side (rules, checker, targets) knows of one benchmark, as plain data: its
+// metric, its scales with their embedded defaults, quality targets and dataset sizes, its rows of
+// the rules table and the keys a closed-division log must carry. Each workload folder fills one
+// in (src/workloads/<name>/); mlperf/ reads it and never knows which workloads exist.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mlperf/rules.h"
+
+namespace mlpd {
+
+struct MetricSpec {
+  std::string name;                  // "top1", "hr@10", "bleu"
+  std::string mllog_key;             // the MLLOG key carrying it: keys::kEvalAccuracy
+  std::string unit;                  // "fraction", "BLEU", "percent"
+  double min = 0.0;                  // declared range, both ends included: a logged value
+  double max = 1.0;                  //   outside it is an error in `check`
+  bool higher_is_better = true;
+  std::vector<std::string> secondary;  // reported beside the metric, never a target ("ndcg@10")
+};
+
+// True when `value` meets `target` in the metric's direction.
+bool metric_reached(const MetricSpec& m, double value, double target);
+
+struct ScaleSpec {
+  std::string name;            // "mini" or "reference"
+  std::string defaults_yaml;   // the embedded config: its keys are the only keys allowed
+  double target = 0.0;         // quality target (direction from MetricSpec)
+  int64_t train_samples = 0;   // the logged train_samples / eval_samples must be these
+  int64_t eval_samples = 0;
+  std::string target_source;   // where the target comes from, shown by `rules`
+};
+
+// Keys a closed-division log trained with `opt_name` must log exactly once, beyond the common ones.
+struct ClosedLogKeys {
+  std::string opt_name;
+  std::vector<std::string> keys;
+};
+
+struct BenchmarkSpec {
+  std::string name;            // "resnet": the submission_benchmark value and the CLI name
+  std::string summary;         // one line for --help
+  MetricSpec metric;
+  std::vector<ScaleSpec> scales;
+  std::vector<RuleRow> rules;  // this benchmark's rows (common rows are added by check_rules)
+  std::vector<ClosedLogKeys> closed_log_keys;
+};
+
+// The scale's row; UserError (exit 2) naming the scales the benchmark has.
+const ScaleSpec& find_scale(const BenchmarkSpec& b, const std::string& scale);
+std::vector<std::string> required_log_keys(const BenchmarkSpec& b, const std::string& opt_name);
+
+// How the checker finds a benchmark by name: nullptr when unknown.
+using BenchmarkLookup = std::function<const BenchmarkSpec*(const std::string& name)>;
+
+}  // namespace mlpd

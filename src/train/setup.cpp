@@ -1,0 +1,39 @@
+#include "train/setup.h"
+
+#include "comm/collectives.h"
+#include "mlperf/config.h"
+#include "mlperf/keys.h"
+#include "mlperf/rules.h"
+
+namespace mlpd {
+
+ResolvedRun resolve_run(const RunRequest& req, int ranks) {
+  ResolvedRun r;
+  r.entry = &find_workload(req.benchmark);
+  const ScaleSpec& scale = find_scale(r.entry->spec, req.scale);
+  r.scale = req.scale;
+  r.data_dir = req.data_dir;
+  r.target = scale.target;
+  r.config = resolve_config(scale.defaults_yaml, req.config_file, req.sets);
+  enforce_rules(r.entry->spec, r.scale, r.config, RunShape{ranks});
+  r.run.seed = r.config.at(keys::kSeed).get<uint64_t>();
+  r.run.max_epochs = r.config.at(keys::kMaxEpochs).get<int>();
+  r.run.global_batch = r.config.at(keys::kGlobalBatchSize).get<int64_t>();
+  r.hyper = read_hyperparams(r.config);
+  return r;
+}
+
+BuiltRun build_run(World& w, const ResolvedRun& run, const CommConfig& comm) {
+  BuiltRun b;
+  const WorkloadContext ctx{w.rank, w.size, run.scale, run.data_dir};
+  b.workload = run.entry->make(ctx, run.config);
+  b.workload->init_parameters(run.run.seed);
+  broadcast_parameters(w, b.workload->store);
+  b.hyper = run.hyper;
+  b.hyper.schedule.steps_per_epoch = b.workload->facts.steps_per_epoch;
+  init_optimizer(b.hyper.optimizer, b.workload->store);
+  b.comm = make_communicator(w, comm, b.workload->store);
+  return b;
+}
+
+}  // namespace mlpd

@@ -1,0 +1,45 @@
+// The list of workloads. Each workload folder defines one WorkloadEntry (its spec for the MLPerf
+// side, its converter for `prepare`, its factory); registry.cpp lists them. `train`, `prepare`,
+// `rules`, `check`, `--help` and the error for an unknown benchmark all read this list, so adding a
+// workload is one new folder plus one line there.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mlperf/benchmark_spec.h"
+#include "workloads/workload.h"
+
+namespace mlpd {
+
+struct PrepareRequest {
+  std::string scale = "mini";
+  std::string from;    // the raw data (a file or directory); "" for the scale's default source
+  std::string output;  // the HDF5 file to write
+};
+
+struct WorkloadEntry {
+  BenchmarkSpec spec;
+  std::string prepare_help;  // what `prepare --from` means for this workload
+  // Writes the prepared dataset (atomically); null when the workload needs no prepared data.
+  void (*prepare)(const PrepareRequest& request) = nullptr;
+  // Builds the workload for this rank from the resolved, rule-checked config. Outside the timed region.
+  std::unique_ptr<Workload> (*make)(const WorkloadContext& ctx, const nlohmann::json& config) = nullptr;
+};
+
+const std::vector<const WorkloadEntry*>& workload_entries();
+// The entry named `name`; UserError (exit 2) naming the available ones when there is none.
+const WorkloadEntry& find_workload(const std::string& name);
+// nullptr when unknown: the lookup `check` uses.
+const BenchmarkSpec* find_benchmark_spec(const std::string& name);
+std::vector<std::string> workload_names();
+// Adds an entry (tests, out-of-tree workloads): the same list every command reads. Call before
+// parsing the command line. A second entry with an existing name is an error.
+void register_workload(const WorkloadEntry& entry);
+
+// Path of a workload's prepared dataset under the data directory.
+std::string workload_data_path(const std::string& data_dir, const std::string& benchmark, const std::string& scale);
+
+}  // namespace mlpd

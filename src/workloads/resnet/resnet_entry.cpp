@@ -1,0 +1,89 @@
+// The resnet workload as the rest of the program sees it: MLPerf's ResNet benchmark (top-1 on
+// ImageNet at reference scale, Fashion-MNIST at mini), its rules rows, targets and converter.
+#include <cstdio>
+
+#include "core/check.h"
+#include "datasets/fashion_mnist.h"
+#include "mlperf/keys.h"
+#include "workloads/registry.h"
+
+namespace mlpd {
+
+extern const std::string kResnetMiniDefaults;
+extern const std::string kResnetReferenceDefaults;
+std::unique_ptr<Workload> make_resnet_workload(const WorkloadContext& ctx, const nlohmann::json& config);
+
+namespace {
+
+using namespace keys;
+
+constexpr const char* kV07Table = "MLPerf v0.7 tunable hyperparameters";
+constexpr const char* kV07Checker = "MLPerf v0.7 compliance checker, closed_resnet_sgd.yaml";
+const RuleCond kIfSgd{kOptName, CondOp::Eq, kSgd, 0};
+const RuleCond kIfLars{kOptName, CondOp::Eq, kLars, 0};
+
+void prepare_resnet(const PrepareRequest& r) {
+  if (r.scale != "mini")
+    throw UserError("prepare resnet: no ImageNet converter yet (only --scale mini: Fashion-MNIST)", 2);
+  const std::string src = r.from.empty() ? kFashionMnistDebianDir : r.from;
+  std::printf("prepare: Fashion-MNIST from %s -> %s\n", src.c_str(), r.output.c_str());
+  std::fflush(stdout);
+  prepare_fashion_mnist(src, r.output);
+}
+
+WorkloadEntry make_entry() {
+  WorkloadEntry e;
+  BenchmarkSpec& s = e.spec;
+  s.name = kResnet;
+  s.summary = "image classification: ResNet-50 on ImageNet (reference), ResNet-20 on Fashion-MNIST (mini)";
+  s.metric = {"top1", kEvalAccuracy, "fraction", 0.0, 1.0, true, {}};
+  s.scales = {
+      {"mini", kResnetMiniDefaults, 0.90, 60000, 10000, "mlperf-dist mini (Fashion-MNIST top-1)"},
+      {"reference", kResnetReferenceDefaults, 0.759, 1281167, 50000, "MLPerf v0.7 (ImageNet top-1)"},
+  };
+  s.rules = {
+      {"*", "resnet.opt_name_sgd_or_lars", {kOptName}, RuleKind::OneOf, {}, {kSgd, kLars}, {}, true, kV07Table},
+      {"*", "resnet.sgd_lr_multiple_of_0.001", {kOptBaseLearningRate, kSgdOptBaseLearningRate},
+       RuleKind::MultipleOf, {0.001}, {}, {kIfSgd}, true, kV07Table},
+      {"*", "resnet.sgd_weight_decay_1e-4_times_2^N", {kOptWeightDecay, kSgdOptWeightDecay}, RuleKind::Pow2Times,
+       {1e-4}, {}, {kIfSgd}, true, kV07Table},
+      {"*", "resnet.sgd_end_lr_1e-4", {kSgdOptEndLearningRate}, RuleKind::Equals, {1e-4}, {}, {kIfSgd}, false,
+       kV07Checker},
+      {"*", "resnet.lars_weight_decay_1e-4_times_2^N", {kLarsOptWeightDecay}, RuleKind::Pow2Times, {1e-4}, {},
+       {kIfLars}, true, kV07Table},
+      {"*", "resnet.lars_end_lr_1e-4", {kLarsOptEndLearningRate}, RuleKind::Equals, {1e-4}, {}, {kIfLars}, true,
+       kV07Table},
+      {"*", "resnet.lars_poly_power_2", {kLarsOptLearningRateDecayPolyPower}, RuleKind::Equals, {2}, {}, {kIfLars},
+       true, kV07Table},
+      {"*", "resnet.lars_epsilon_0", {kLarsEpsilon}, RuleKind::Equals, {0}, {}, {kIfLars}, true, kV07Table},
+      {"*", "resnet.lars_momentum_0.9_below_32k_batch", {kLarsOptMomentum}, RuleKind::Equals, {0.9}, {},
+       {kIfLars, {kGlobalBatchSize, CondOp::Lt, nullptr, 32768}}, true, kV07Table},
+      {"*", "resnet.model_bn_span_divides_local_batch", {kModelBnSpan}, RuleKind::DividesLocalBatch, {},
+       {kGlobalBatchSize}, {}, false,
+       "MLPerf v0.7 model_bn_span: batch-norm groups of equal size within each rank's batch"},
+  };
+  s.closed_log_keys = {
+      {kLars,
+       {kLarsOptBaseLearningRate, kLarsOptEndLearningRate, kLarsOptLearningRateDecayPolyPower,
+        kLarsOptLearningRateDecaySteps, kLarsEpsilon, kLarsOptLearningRateWarmupEpochs, kLarsOptMomentum,
+        kLarsOptWeightDecay}},
+      {kSgd,
+       {kSgdOptBaseLearningRate, kSgdOptEndLearningRate, kSgdOptLearningRateDecayPolyPower,
+        kSgdOptLearningRateDecaySteps, kSgdOptWeightDecay, kSgdOptMomentum, kModelBnSpan,
+        kOptLearningRateWarmupEpochs}},
+  };
+  e.prepare_help = "mini: the Fashion-MNIST IDX directory (default /usr/share/datasets/fashion-mnist, Debian "
+                   "package dataset-fashion-mnist)";
+  e.prepare = &prepare_resnet;
+  e.make = &make_resnet_workload;
+  return e;
+}
+
+}  // namespace
+
+const WorkloadEntry& resnet_entry() {
+  static const WorkloadEntry entry = make_entry();
+  return entry;
+}
+
+}  // namespace mlpd
