@@ -48,6 +48,25 @@ int main_entry(int argc, char** argv) {
   CommBenchArgs comm_bench;
   add_comm_bench_command(app, comm_bench);
 
+  // CLI11 would say only "a subcommand is required" for a misspelt one: name it.
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') {
+      if (word == "--log-level") ++i;  // the global option's value
+      continue;
+    }
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == word;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "mlperf-dist: error: unknown subcommand '%s' (available: %s)\n", word.c_str(), names.c_str());
+      return kExitUsage;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,3 +1,5 @@
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -30,18 +32,18 @@ int run_prepare_command(const PrepareArgs& a) {
   const WorkloadEntry& entry = find_workload(a.benchmark);
   find_scale(entry.spec, a.scale);
   if (!entry.prepare) {
-    std::printf("prepare: %s needs no prepared data\n", a.benchmark.c_str());
+    spdlog::info("prepare: {} needs no prepared data", a.benchmark);
     return kExitSuccess;
   }
   const std::string out = a.output.empty() ? workload_data_path(a.data_dir, a.benchmark, a.scale) : a.output;
   if (!a.force && std::filesystem::exists(out)) {
-    std::printf("%s exists; use --force to rebuild it\n", out.c_str());
+    spdlog::info("{} exists; use --force to rebuild it", out);
     return kExitSuccess;
   }
   auto t0 = std::chrono::steady_clock::now();
   entry.prepare(PrepareRequest{a.scale, a.from, out});
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("prepare: wrote %s in %.1f s\n", out.c_str(), s);
+  spdlog::info("prepare: wrote {} in {:.1f} s", out, s);
   return kExitSuccess;
 }
 

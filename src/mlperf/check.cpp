@@ -352,9 +352,14 @@ CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lo
   // ---- closed division: the hyperparameters ----
   if (r.division == kClosed && spec && target) {
     for (const auto& k : required_log_keys(*spec, str_of(kOptName))) exactly_once(k);
+    // The logged events, over the whole resolved config (mlperf_dist_config) where the log has
+    // one, so rows on keys MLPerf does not log (ncf's train_negatives) are checked too.
     json logged = json::object();
     for (const auto& e : evs)
       if (e.type == kPointInTime && !logged.contains(e.key)) logged[e.key] = e.value;
+    if (const Ev* cfg = first(kMlpdConfig); cfg && cfg->value.is_object())
+      for (const auto& [k, v] : cfg->value.items())
+        if (!logged.contains(k)) logged[k] = v;
     for (const auto& v : check_rules(*spec, r.scale, logged)) {
       const Ev* e = first(v.key);
       r.errors.push_back((e ? at(*e) : std::string()) + v.message);

@@ -1,6 +1,7 @@
 #include "mlperf/mllog.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,9 +145,9 @@ MlLog::~MlLog() {
   std::string err;
   std::string path = finish(*this, err);
   if (path.empty())
-    std::fprintf(stderr, "mllog: %s\n", err.c_str());
+    spdlog::error("mllog: {}", err);
   else
-    std::fprintf(stderr, "mllog: log not closed (run ended early); kept as %s\n", path.c_str());
+    spdlog::warn("mllog: log not closed (run ended early); kept as {}", path);
 }
 
 MlLog open_mllog(bool enabled, const std::string& results_dir, const std::string& system,

@@ -1,5 +1,6 @@
 // The ncf workload as the rest of the program sees it: MLPerf v0.5's NCF benchmark (NeuMF, HR@10
 // over 999 sampled negatives), its rules rows, targets and MovieLens converter.
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -60,8 +61,7 @@ void prepare_ncf(const PrepareRequest& a) {
       const fs::path dir = fs::path(out).has_parent_path() ? fs::path(out).parent_path() : fs::path(".");
       fs::create_directories(dir);
       tmp_csv = (dir / ("ncf_dslabs_movielens." + std::to_string(::getpid()) + ".csv")).string();
-      std::printf("prepare: MovieLens ml-latest-small from r-cran-dslabs (Rscript) -> %s\n", tmp_csv.c_str());
-      std::fflush(stdout);
+      spdlog::info("prepare: MovieLens ml-latest-small from r-cran-dslabs (Rscript) -> {}", tmp_csv);
       export_dslabs_movielens(tmp_csv);
       csv = tmp_csv;
       o.source = "MovieLens ml-latest-small ratings (the movielens table of the Debian package r-cran-dslabs, "
@@ -76,9 +76,7 @@ void prepare_ncf(const PrepareRequest& a) {
     o.created_by = "mlperf-dist prepare --benchmark ncf --scale reference";
   }
   if (o.source.empty()) o.source = "ratings CSV " + csv;
-  std::printf("prepare: ratings %s -> %s (leave-one-out, %d eval negatives per user)\n", csv.c_str(), out.c_str(),
-              o.eval_negatives);
-  std::fflush(stdout);
+  spdlog::info("prepare: ratings {} -> {} (leave-one-out, {} eval negatives per user)", csv, out, o.eval_negatives);
   PreparedRatings r;
   try {
     r = prepare_movielens(csv, out, o);
@@ -87,11 +85,9 @@ void prepare_ncf(const PrepareRequest& a) {
     throw;
   }
   if (!tmp_csv.empty()) std::filesystem::remove(tmp_csv);
-  std::printf("prepare: %lld ratings, %lld users, %lld items, %lld training positives, %lld held out; %lld users "
-              "tied at their latest timestamp (larger item id held out), %lld duplicate ratings dropped\n",
-              static_cast<long long>(r.ratings), static_cast<long long>(r.users), static_cast<long long>(r.items),
-              static_cast<long long>(r.train), static_cast<long long>(r.users), static_cast<long long>(r.tied_users),
-              static_cast<long long>(r.duplicates));
+  spdlog::info("prepare: {} ratings, {} users, {} items, {} training positives, {} held out; {} users tied at their "
+               "latest timestamp (larger item id held out), {} duplicate ratings dropped",
+               r.ratings, r.users, r.items, r.train, r.users, r.tied_users, r.duplicates);
 }
 
 WorkloadEntry make_entry() {

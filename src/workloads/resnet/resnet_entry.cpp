@@ -1,5 +1,6 @@
 // The resnet workload as the rest of the program sees it: MLPerf's ResNet benchmark (top-1 on
 // ImageNet at reference scale, Fashion-MNIST at mini), its rules rows, targets and converter.
+#include <spdlog/spdlog.h>
 #include <cstdio>
 
 #include "core/check.h"
@@ -26,8 +27,7 @@ void prepare_resnet(const PrepareRequest& r) {
   if (r.scale != "mini")
     throw UserError("prepare resnet: no ImageNet converter yet (only --scale mini: Fashion-MNIST)", 2);
   const std::string src = r.from.empty() ? kFashionMnistDebianDir : r.from;
-  std::printf("prepare: Fashion-MNIST from %s -> %s\n", src.c_str(), r.output.c_str());
-  std::fflush(stdout);
+  spdlog::info("prepare: Fashion-MNIST from {} -> {}", src, r.output);
   prepare_fashion_mnist(src, r.output);
 }
 

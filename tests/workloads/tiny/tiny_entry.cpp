@@ -14,7 +14,7 @@ global_batch_size: 64            # nominal; steps take 48, 64 or 80 samples in t
 steps_per_generation: 8
 noise: 1.0
 opt_name: sgd
-opt_base_learning_rate: 0.5
+opt_base_learning_rate: 0.05
 opt_momentum: 0.0
 opt_weight_decay: 0.0
 opt_learning_rate_warmup_epochs: 0.0

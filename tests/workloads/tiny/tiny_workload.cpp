@@ -111,7 +111,8 @@ struct TinyWorkload final : Workload {
       for (const EvalRecord& r : from_bytes<std::vector<EvalRecord>>(bytes)) {
         MLPD_CHECK(r.id >= 0 && r.id < kTinyEvalSamples && !seen[static_cast<size_t>(r.id)], "bad or repeated record");
         seen[static_cast<size_t>(r.id)] = 1;
-        wrong += r.predicted != r.label;
+        // An unsure answer (confidence below one half) counts as wrong: it takes a few generations.
+        wrong += r.predicted != r.label || r.confidence < 0.5f;
         confidence += r.confidence;
         total += 1;
       }
