@@ -29,7 +29,7 @@ struct Clock {
 };
 
 constexpr int kNameWords = 5;  // 40 characters
-constexpr int kExitCode = 124;  // like timeout(1)
+constexpr int kExitCode = 3;  // the exit-code convention: a run aborted (src/cli/commands.h)
 
 // One rank's public state on the node board. Only atomics: other processes read it any time.
 struct alignas(64) Slot {

@@ -14,7 +14,7 @@ for case in "2|--bucketed|allreduce_gradients|bucket 0" "4|--bucketed|allreduce_
   elapsed=$(echo "$(date +%s.%N) - $start" | bc)
   line=$(grep -m1 "watchdog:" "$WORK/out$np.txt" || true)
   echo "np=$np $mode rc=$rc elapsed=${elapsed}s: $line"
-  [ $rc -ne 0 ] || { cat "$WORK/out$np.txt"; fail "np=$np: the job exited 0"; }
+  [ $rc -eq 3 ] || { cat "$WORK/out$np.txt"; fail "np=$np: the job exited $rc, expected 3 (aborted)"; }
   [ $rc -ne 124 ] || [ -n "$line" ] || { cat "$WORK/out$np.txt"; fail "np=$np: timeout(1) had to kill the job"; }
   [ -n "$line" ] || { cat "$WORK/out$np.txt"; fail "np=$np: no watchdog line"; }
   echo "$line" | grep -q "'$what'" || fail "np=$np: the line does not name the collective $what"
