@@ -16,6 +16,7 @@
 #include "mlperf/config.h"
 #include "mlperf/keys.h"
 #include "mlperf/mllog.h"
+#include "train/evaluate.h"
 #include "train/step.h"
 
 namespace mlpd {
@@ -70,31 +71,6 @@ void route_grad_ready(void* ctx, size_t view) {
     r->trace->first_in_step = false;
   }
   grad_ready(*r->comm, *r->store, view);
-}
-
-// Sums are allreduced and finished on every rank; records are gathered to rank 0, finished there,
-// and the outcome broadcast, so every rank agrees on whether the target is reached.
-EvalOutcome evaluate_everywhere(const World& w, Workload& wl, size_t secondary_count) {
-  EvalPartial part = wl.evaluate();
-  EvalCombined all;
-  if (wl.facts.eval_kind == EvalKind::Sums) {
-    all.sums = std::move(part.sums);
-    allreduce_sum_doubles(w, all.sums.data(), all.sums.size());
-    EvalOutcome o = wl.finish_evaluation(all);
-    MLPD_CHECK(o.secondary.size() == secondary_count, "finish_evaluation returned the wrong number of secondary metrics");
-    return o;
-  }
-  all.records_by_rank = gather_strings(w, part.records);
-  std::vector<double> packed(2 + secondary_count, 0.0);
-  if (w.rank == 0) {
-    EvalOutcome o = wl.finish_evaluation(all);
-    MLPD_CHECK(o.secondary.size() == secondary_count, "finish_evaluation returned the wrong number of secondary metrics");
-    packed[0] = o.metric;
-    packed[1] = o.samples;
-    std::copy(o.secondary.begin(), o.secondary.end(), packed.begin() + 2);
-  }
-  broadcast_bytes(w, packed.data(), packed.size() * sizeof(double), 0);
-  return {packed[0], std::vector<double>(packed.begin() + 2, packed.end()), packed[1]};
 }
 
 // The state of one run between run_start and run_stop, and the services a driver calls.
