@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "comm/bench/harness.h"
 #include "train/trainer.h"
 
 namespace mlpd::cli {
@@ -60,28 +61,9 @@ std::string workload_list_text();
 // The whole program: every command reads the registry (register extra workloads before calling).
 int main_entry(int argc, char** argv);
 
-// comm-bench: nccl-tests-style collective benchmark with a checked result (#wrong) per size.
-struct CommBenchArgs {
-  std::string min_bytes = "8";
-  std::string max_bytes = "256M";
-  double factor = 2;
-  int iters = 20;
-  int warmup = 5;
-  std::string op = "allreduce";
-  std::string backend = "mpi";
-  bool bucketed = false;
-  std::string precision = "fp32";
-  double bucket_mb = 0;
-  double first_bucket_mb = 0;
-  double small_kb = 0;
-  double chunk_kb = 0;
-  double comm_timeout = 600;
-  bool overlap = false;
-  double compute_us = 0;     // overlap: compute kernel length per iteration (0: the measured comm time)
-  std::string json;
-  int test_hang_rank = -1;   // test hook: this rank skips a collective (watchdog test)
-  bool side_by_side = false; // allreduce: plain MPI_Allreduce and the trainer's path, alternating iterations
-};
+// comm-bench: the harness in comm/bench/ (nccl-tests style, checked #wrong per size); the
+// subcommand maps its options onto comm_bench::Options.
+using CommBenchArgs = comm_bench::Options;
 void add_comm_bench_command(CLI::App& app, CommBenchArgs& a);
 int run_comm_bench_command(CommBenchArgs& a, int argc, char** argv);
 

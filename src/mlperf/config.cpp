@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/check.h"
@@ -17,6 +19,7 @@ namespace mlpd {
 namespace {
 
 constexpr int kConfigExit = 2;
+constexpr uintmax_t kMaxConfigBytes = 256 * 1024;
 
 enum class Type { Int, Float, Bool, String, IntList, FloatList };
 
@@ -181,6 +184,28 @@ struct Schema {
   nlohmann::json values = nlohmann::json::object();
 };
 
+// One YAML document, never several ("---" separated): a second one would be silently ignored.
+YAML::Node load_one_document(const std::string& text, const std::string& where, int code) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    throw UserError(where + ": invalid YAML: " + e.what(), code);
+  }
+  if (docs.size() > 1)
+    throw UserError(where + ": " + std::to_string(docs.size()) + " YAML documents; a config is one map", code);
+  return docs.empty() ? YAML::Node() : docs.front();
+}
+
+// yaml-cpp keeps every entry of a map with a repeated key; which one wins would be an accident.
+void reject_duplicate_keys(const YAML::Node& map, const std::string& where, int code) {
+  std::set<std::string> seen;
+  for (const auto& kv : map) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+    if (!seen.insert(key).second) throw UserError(where + ": key '" + key + "' appears more than once", code);
+  }
+}
+
 void apply(Schema& schema, const std::string& key, const YAML::Node& n, const std::string& where,
            const std::string& shown = "") {
   auto it = schema.types.find(key);
@@ -221,13 +246,9 @@ std::vector<std::string> close_keys(const std::string& key, const std::vector<st
 nlohmann::json resolve_config(const std::string& defaults_yaml, const std::string& config_file,
                               const std::vector<std::string>& sets) {
   Schema schema;
-  YAML::Node defaults;
-  try {
-    defaults = YAML::Load(defaults_yaml);
-  } catch (const YAML::Exception& e) {
-    throw UserError(std::string("defaults: invalid YAML: ") + e.what());
-  }
+  YAML::Node defaults = load_one_document(defaults_yaml, "defaults", 1);
   if (!defaults.IsMap()) throw UserError("defaults: expected a map of key: value");
+  reject_duplicate_keys(defaults, "defaults", 1);
   for (const auto& kv : defaults) {
     std::string key = kv.first.Scalar();
     Type t = infer_type(key, kv.second);
@@ -238,15 +259,24 @@ nlohmann::json resolve_config(const std::string& defaults_yaml, const std::strin
   if (!config_file.empty()) {
     if (!std::filesystem::is_regular_file(config_file))
       throw UserError("config file not found: " + config_file, kConfigExit);
-    YAML::Node cfg;
-    try {
-      cfg = YAML::LoadFile(config_file);
-    } catch (const YAML::Exception& e) {
-      throw UserError("config file " + config_file + ": invalid YAML: " + e.what(), kConfigExit);
-    }
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(config_file, ec);
+    if (ec || size > kMaxConfigBytes)
+      throw UserError("config file " + config_file + " is larger than " + std::to_string(kMaxConfigBytes / 1024) +
+                          " KiB: a config is a short map of hyperparameters",
+                      kConfigExit);
+    std::ifstream in(config_file, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw UserError("cannot read config file " + config_file, kConfigExit);
+    const std::string where = "config file " + config_file;
+    YAML::Node cfg = load_one_document(text, where, kConfigExit);
     if (!cfg.IsNull()) {
-      if (!cfg.IsMap()) throw UserError("config file " + config_file + ": expected a map of key: value", kConfigExit);
-      for (const auto& kv : cfg) apply(schema, kv.first.Scalar(), kv.second, "in " + config_file);
+      if (!cfg.IsMap()) throw UserError(where + ": expected a map of key: value", kConfigExit);
+      reject_duplicate_keys(cfg, where, kConfigExit);
+      for (const auto& kv : cfg) {
+        if (!kv.first.IsScalar()) throw UserError(where + ": a key must be a plain name", kConfigExit);
+        apply(schema, kv.first.Scalar(), kv.second, "in " + config_file);
+      }
     }
   }
 

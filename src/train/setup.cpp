@@ -16,6 +16,7 @@ ResolvedRun resolve_run(const RunRequest& req, int ranks) {
   r.target = scale.target;
   r.config = resolve_config(scale.defaults_yaml, req.config_file, req.sets);
   enforce_rules(r.entry->spec, r.scale, r.config, RunShape{ranks});
+  if (r.entry->check_config) r.entry->check_config(r.config);
   r.run.seed = r.config.at(keys::kSeed).get<uint64_t>();
   r.run.max_epochs = r.config.at(keys::kMaxEpochs).get<int>();
   r.run.global_batch = r.config.at(keys::kGlobalBatchSize).get<int64_t>();

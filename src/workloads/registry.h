@@ -25,6 +25,9 @@ struct WorkloadEntry {
   std::string prepare_help;  // what `prepare --from` means for this workload
   // Writes the prepared dataset (atomically); null when the workload needs no prepared data.
   void (*prepare)(const PrepareRequest& request) = nullptr;
+  // Checks what the rules table cannot express (a list's shape) by reading the typed config;
+  // UserError (exit 2). Runs with the rules, before any file is opened. Null: nothing more.
+  void (*check_config)(const nlohmann::json& config) = nullptr;
   // Builds the workload for this rank from the resolved, rule-checked config. Outside the timed region.
   std::unique_ptr<Workload> (*make)(const WorkloadContext& ctx, const nlohmann::json& config) = nullptr;
 };

@@ -29,6 +29,12 @@ expect2 "2 ranks, global batch 3" "global_batch_size_multiple_of_ranks" \
   "${MPIRUN[@]}" -np 2 "$BIN" train --set global_batch_size=3 --results-dir "$R" --data-dir "$DATA"
 expect2 "bn span not dividing the per-rank batch" "model_bn_span_divides_local_batch" \
   "${MPIRUN[@]}" -np 2 "$BIN" train --set model_bn_span=48 --results-dir "$R" --data-dir "$DATA"
+# Values out of their valid range stop before any work, naming the rule or key.
+expect2 "label smoothing 2" "resnet.label_smoothing_0_to_0.5" "$BIN" train --set label_smoothing=2 --results-dir "$R" --data-dir "$DATA"
+expect2 "unknown model" "resnet.model_resnet20_or_resnet50" "$BIN" train --set model=resnet7 --results-dir "$R" --data-dir "$DATA"
+expect2 "ncf: odd first MLP size" "mlp_layer_sizes" "$BIN" train --benchmark ncf --set mlp_layer_sizes=[3,4] --results-dir "$R" --data-dir "$DATA"
+printf 'opt_base_learning_rate: 0.2\nopt_base_learning_rate: 0.3\n' > "$WORK/dup.yaml"
+expect2 "duplicate key in a config" "appears more than once" "$BIN" train --config "$WORK/dup.yaml" --results-dir "$R" --data-dir "$DATA"
 [ ! -e "$R" ] || fail "a rejected run left files: $(find "$R")"
 
 "$BIN" --help | grep -q "Exit codes: 0 success; 2 usage error" || fail "--help does not state the exit codes"

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "core/check.h"
 #include "log_fixture.h"
 #include "mlperf/config.h"
@@ -126,6 +128,43 @@ TEST(Config, integral_float_is_accepted_for_an_integer_key) {
 TEST(Config, format_config_is_sorted_key_value_lines) {
   json c = resolve_config("b: 2\na: x\nc: [1, 2]\n", "", {});
   EXPECT_EQ(format_config(c), "a: x\nb: 2\nc: [1,2]\n");
+}
+
+// A repeated key would have one of its values silently win.
+TEST(Config, duplicate_keys_are_errors) {
+  const std::string f = scratch_dir() + "/dup.yaml";
+  std::ofstream(f) << "global_batch_size: 512\nopt_base_learning_rate: 0.2\nglobal_batch_size: 1024\n";
+  UserError e = config_error(f, {});
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(std::string(e.what()).find("key 'global_batch_size' appears more than once"), std::string::npos) << e.what();
+}
+
+// A second YAML document would be ignored.
+TEST(Config, several_yaml_documents_are_an_error) {
+  const std::string f = scratch_dir() + "/multi.yaml";
+  std::ofstream(f) << "global_batch_size: 512\n---\nglobal_batch_size: 1024\n";
+  UserError e = config_error(f, {});
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(std::string(e.what()).find("2 YAML documents"), std::string::npos) << e.what();
+}
+
+// A huge file is refused before it is parsed (it would take gigabytes on every rank).
+TEST(Config, oversized_file_is_refused_before_parsing) {
+  const std::string f = scratch_dir() + "/big.yaml";
+  {
+    std::ofstream out(f);
+    out << "global_batch_size: 512\n";
+    for (int i = 0; i < 300000; ++i) out << "# padding\n";
+  }
+  UserError e = config_error(f, {});
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(std::string(e.what()).find("larger than 256 KiB"), std::string::npos) << e.what();
+}
+
+TEST(Config, a_key_that_is_not_a_name_is_an_error) {
+  const std::string f = scratch_dir() + "/complexkey.yaml";
+  std::ofstream(f) << "? [a, b]\n: 3\n";
+  EXPECT_EQ(config_error(f, {}).exit_code, 2);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ struct NcfConfig {
 // Also a rules-table key (fixed at 4 in MLPerf).
 inline constexpr const char* kNcfTrainNegatives = "train_negatives";
 
+// UserError (exit 2) on a value out of range, e.g. an odd first MLP size.
 NcfConfig read_ncf_config(const nlohmann::json& config);
+void check_ncf_config(const nlohmann::json& config);
 
 }  // namespace mlpd

@@ -23,6 +23,7 @@ namespace {
 
 using namespace keys;
 
+constexpr const char* kOurs = "mlperf-dist: the valid range of the key";
 constexpr const char* kV05Ncf = "MLPerf v0.5 NCF (reference: Adam, 4 training negatives, 999 eval negatives)";
 
 constexpr const char* kDslabsHint =
@@ -111,6 +112,8 @@ WorkloadEntry make_entry() {
       {"*", "ncf.adam_beta_2_at_least_0", {kOptAdamBeta2}, RuleKind::AtLeast, {0}, {}, {}, true, kV05Ncf},
       {"*", "ncf.adam_beta_2_below_1", {kOptAdamBeta2}, RuleKind::AtMost, {0.999999}, {}, {}, true, kV05Ncf},
       {"*", "ncf.adam_epsilon_positive", {kOptAdamEpsilon}, RuleKind::AtLeast, {1e-30}, {}, {}, true, kV05Ncf},
+      {"*", "ncf.mf_dim_1_to_4096", {"mf_dim"}, RuleKind::AtLeast, {1}, {}, {}, false, kOurs},
+      {"*", "ncf.mf_dim_1_to_4096", {"mf_dim"}, RuleKind::AtMost, {4096}, {}, {}, false, kOurs},
       // Not tunable in MLPerf's NCF: 4 training negatives per positive (a config key; not logged).
       {"*", "ncf.train_negatives_4", {kNcfTrainNegatives}, RuleKind::Equals, {4}, {}, {}, false, kV05Ncf},
   };
@@ -121,6 +124,7 @@ WorkloadEntry make_entry() {
   e.prepare_help = "a MovieLens ratings.csv (required at reference scale; at mini the default is the r-cran-dslabs "
                    "table exported with Rscript)";
   e.prepare = &prepare_ncf;
+  e.check_config = &check_ncf_config;
   e.make = &make_ncf_workload;
   return e;
 }

@@ -20,6 +20,7 @@ using namespace keys;
 
 constexpr const char* kV07Table = "MLPerf v0.7 tunable hyperparameters";
 constexpr const char* kV07Checker = "MLPerf v0.7 compliance checker, closed_resnet_sgd.yaml";
+constexpr const char* kOurs = "mlperf-dist: the valid range of the key";
 const RuleCond kIfSgd{kOptName, CondOp::Eq, kSgd, 0};
 const RuleCond kIfLars{kOptName, CondOp::Eq, kLars, 0};
 
@@ -58,6 +59,24 @@ WorkloadEntry make_entry() {
       {"*", "resnet.lars_epsilon_0", {kLarsEpsilon}, RuleKind::Equals, {0}, {}, {kIfLars}, true, kV07Table},
       {"*", "resnet.lars_momentum_0.9_below_32k_batch", {kLarsOptMomentum}, RuleKind::Equals, {0.9}, {},
        {kIfLars, {kGlobalBatchSize, CondOp::Lt, nullptr, 32768}}, true, kV07Table},
+      // Ranges of our own keys (checked where present): a bad value stops before any work, naming its row.
+      {"*", "resnet.model_resnet20_or_resnet50", {"model"}, RuleKind::OneOf, {}, {"resnet20", "resnet50"}, {}, false,
+       kOurs},
+      {"*", "resnet.blocks_per_stage_1_to_64", {"blocks_per_stage"}, RuleKind::AtLeast, {1}, {}, {}, false, kOurs},
+      {"*", "resnet.blocks_per_stage_1_to_64", {"blocks_per_stage"}, RuleKind::AtMost, {64}, {}, {}, false, kOurs},
+      {"*", "resnet.label_smoothing_0_to_0.5", {"label_smoothing"}, RuleKind::AtLeast, {0}, {}, {}, false, kOurs},
+      {"*", "resnet.label_smoothing_0_to_0.5", {"label_smoothing"}, RuleKind::AtMost, {0.5}, {}, {}, false, kOurs},
+      {"*", "resnet.augment_pad_0_to_8", {"augment_pad"}, RuleKind::AtLeast, {0}, {}, {}, false, kOurs},
+      {"*", "resnet.augment_pad_0_to_8", {"augment_pad"}, RuleKind::AtMost, {8}, {}, {}, false, kOurs},
+      {"*", "resnet.bn_momentum_0_to_1", {"bn_momentum"}, RuleKind::AtLeast, {0}, {}, {}, false, kOurs},
+      {"*", "resnet.bn_momentum_0_to_1", {"bn_momentum"}, RuleKind::AtMost, {1}, {}, {}, false, kOurs},
+      {"*", "resnet.sgd_momentum_0_to_1", {kOptMomentum}, RuleKind::AtLeast, {0}, {}, {kIfSgd}, false, kOurs},
+      {"*", "resnet.sgd_momentum_0_to_1", {kOptMomentum}, RuleKind::AtMost, {0.999}, {}, {kIfSgd}, false, kOurs},
+      {"*", "resnet.warmup_epochs_at_least_0", {kOptLearningRateWarmupEpochs, kLarsOptLearningRateWarmupEpochs},
+       RuleKind::AtLeast, {0}, {}, {}, false, kOurs},
+      {"*", "resnet.lr_decay_epochs_positive", {kLrDecayEpochs}, RuleKind::AtLeast, {0.001}, {}, {}, false, kOurs},
+      {"*", "resnet.lr_decay_poly_cosine_or_step", {kLrDecay}, RuleKind::OneOf, {}, {"poly", "cosine", "step"}, {},
+       false, kOurs},
       {"*", "resnet.model_bn_span_divides_local_batch", {kModelBnSpan}, RuleKind::DividesLocalBatch, {},
        {kGlobalBatchSize}, {}, false,
        "MLPerf v0.7 model_bn_span: batch-norm groups of equal size within each rank's batch"},
