@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   ResolvedRun run;
   BuiltRun built;
   try {
-    run = resolve_run(RunRequest{"ncf", scale, "", sets, data_dir}, w.size);
+    run = resolve_run(RunRequest{"ncf", scale, "", sets, data_dir}, w.rank, w.size);
     built = build_run(w, run, CommConfig{});
   } catch (const UserError& e) {
     if (w.rank == 0) std::fprintf(stderr, "bench_ncf: error: %s\n", e.what());

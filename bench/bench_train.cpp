@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   ResolvedRun run;
   BuiltRun built;
   try {
-    run = resolve_run(RunRequest{benchmark, "mini", "", sets, data_dir}, w.size);
+    run = resolve_run(RunRequest{benchmark, "mini", "", sets, data_dir}, w.rank, w.size);
     built = build_run(w, run, comm_cfg);
   } catch (const UserError& e) {
     if (w.rank == 0) std::fprintf(stderr, "bench_train: error: %s\n", e.what());

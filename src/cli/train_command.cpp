@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "comm/collectives.h"
 #include "comm/world.h"
 #include "core/check.h"
 #include "core/log.h"
@@ -73,21 +74,35 @@ int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv) 
   // One compute thread per rank: ranks are the unit of parallelism.
   openblas_set_num_threads(1);
   World w = init_world(&argc, &argv);
-  // Before anything is opened or read: the config, the rules (with this run's rank count) and the
-  // typed hyperparameters. A failure is the same on every rank: say it once and exit cleanly.
+  // Before anything is opened or written: the config, the rules (with this run's rank count), the
+  // typed hyperparameters and the data files. The ranks then agree: if any failed (a data file
+  // missing on one node), every rank exits with the code, and the lowest failing rank says why.
   ResolvedRun run;
+  int failed_code = 0;
+  std::string failure;
   try {
     init_logging(w.rank, g.log_level);
-    run = resolve_run(a.opts.run, w.size);
-    if (a.print_config) {
-      if (w.rank == 0) std::printf("%s", format_config(run.config).c_str());
-      finalize_world(w);
-      return kExitSuccess;
-    }
+    run = resolve_run(a.opts.run, w.rank, w.size);
   } catch (const UserError& e) {
-    if (w.rank == 0) std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
+    failed_code = e.exit_code;
+    failure = e.what();
+  } catch (const std::exception& e) {
+    failed_code = kExitInternal;
+    failure = std::string("internal error: ") + e.what();
+  }
+  const double worst = allreduce_max(w, failed_code);
+  if (worst > 0) {
+    const double first_failing = -allreduce_max(w, failed_code ? -w.rank : -w.size);
+    if (failed_code && w.rank == static_cast<int>(first_failing))
+      std::fprintf(stderr, "mlperf-dist: error%s: %s\n",
+                   w.rank == 0 ? "" : (" on rank " + std::to_string(w.rank)).c_str(), failure.c_str());
     finalize_world(w);
-    return e.exit_code;
+    return static_cast<int>(worst);
+  }
+  if (a.print_config) {
+    if (w.rank == 0) std::printf("%s", format_config(run.config).c_str());
+    finalize_world(w);
+    return kExitSuccess;
   }
   int code = kExitSuccess;
   try {

@@ -7,7 +7,7 @@
 
 namespace mlpd {
 
-ResolvedRun resolve_run(const RunRequest& req, int ranks) {
+ResolvedRun resolve_run(const RunRequest& req, int rank, int ranks) {
   ResolvedRun r;
   r.entry = &find_workload(req.benchmark);
   const ScaleSpec& scale = find_scale(r.entry->spec, req.scale);
@@ -21,6 +21,7 @@ ResolvedRun resolve_run(const RunRequest& req, int ranks) {
   r.run.max_epochs = r.config.at(keys::kMaxEpochs).get<int>();
   r.run.global_batch = r.config.at(keys::kGlobalBatchSize).get<int64_t>();
   r.hyper = read_hyperparams(r.config);
+  if (r.entry->check_data) r.entry->check_data(WorkloadContext{rank, ranks, r.scale, r.data_dir});
   return r;
 }
 

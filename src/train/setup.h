@@ -44,8 +44,9 @@ struct ResolvedRun {
   double target = 0.0;     // the scale's quality target
 };
 
-// Throws UserError/RuleError (exit code 2) on a bad config or a broken rule, alike on every rank.
-ResolvedRun resolve_run(const RunRequest& request, int ranks);
+// Throws UserError/RuleError (exit code 2) on a bad config, a broken rule or bad data, alike on
+// every rank, before anything is written.
+ResolvedRun resolve_run(const RunRequest& request, int rank, int ranks);
 
 struct BuiltRun {
   std::unique_ptr<Workload> workload;

@@ -28,6 +28,10 @@ struct WorkloadEntry {
   // Checks what the rules table cannot express (a list's shape) by reading the typed config;
   // UserError (exit 2). Runs with the rules, before any file is opened. Null: nothing more.
   void (*check_config)(const nlohmann::json& config) = nullptr;
+  // Checks the prepared data (present, shapes and dtypes consistent across splits, counts, labels
+  // in range) without loading it; UserError (exit 2) naming the file and dataset. Runs on every
+  // rank before any result file is opened. Null: no data to check.
+  void (*check_data)(const WorkloadContext& ctx) = nullptr;
   // Builds the workload for this rank from the resolved, rule-checked config. Outside the timed region.
   std::unique_ptr<Workload> (*make)(const WorkloadContext& ctx, const nlohmann::json& config) = nullptr;
 };
