@@ -8,6 +8,7 @@
 #include "comm/world.h"
 #include "core/check.h"
 #include "core/log.h"
+#include "core/output_paths.h"
 #include "mlperf/config.h"
 #include "workloads/registry.h"
 
@@ -65,6 +66,8 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
   c->add_option("--max-steps", o.max_steps, "Test/study hook: stop after N steps (status aborted, not a result)");
   c->add_option("--test-target", o.test_target,
                 "Test hook: replace the quality target; the log is marked division open (never a closed result)");
+  c->add_option("--test-fail-at", o.test_fail_at,
+                "Test hook: RANK:STEP - that rank raises an error in that step (how the job ends on one rank's error)");
   c->add_option("--dump-params", o.dump_params, "Write rank 0's final parameters (raw float32) to this file");
   c->add_option("--loss-log", o.loss_log, "Write every step's global loss (hex float, exact) to this file");
 }
@@ -82,6 +85,8 @@ int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv) 
   std::string failure;
   try {
     init_logging(w.rank, g.log_level);
+    check_path_component("--system", a.opts.system);
+    check_aux_outputs({{"--loss-log", a.opts.loss_log}, {"--dump-params", a.opts.dump_params}, {"--trace", a.opts.trace_path}});
     run = resolve_run(a.opts.run, w.rank, w.size);
   } catch (const UserError& e) {
     failed_code = e.exit_code;

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "core/check.h"
+#include "core/output_paths.h"
 #include "mlperf/keys.h"
 
 namespace mlpd {
@@ -51,7 +52,9 @@ std::string finish(MlLog& log, std::string& err) {
   io_ok = (::fsync(::fileno(f)) == 0) && io_ok;
   io_ok = (std::fclose(f) == 0) && io_ok;
   if (!io_ok) {
-    err = "cannot write result log " + log.tmp_path + ": " + errno_text();
+    // A log that could not be written completely is never renamed to a result name.
+    err = "cannot write result log " + log.tmp_path + ": " + errno_text() + " (the partial log is removed)";
+    ::unlink(log.tmp_path.c_str());
     return "";
   }
   for (int n = 0; n < 1000000; ++n) {
@@ -64,6 +67,7 @@ std::string finish(MlLog& log, std::string& err) {
     }
     if (e != EEXIST) {
       err = "cannot rename " + log.tmp_path + " to " + target + ": " + std::strerror(e);
+      ::unlink(log.tmp_path.c_str());
       return "";
     }
   }
@@ -142,20 +146,17 @@ MlLog& MlLog::operator=(MlLog&& o) noexcept {
 
 MlLog::~MlLog() {
   if (!file) return;
-  std::string err;
-  std::string path = finish(*this, err);
-  if (path.empty())
-    spdlog::error("mllog: {}", err);
-  else
-    spdlog::warn("mllog: log not closed (run ended early); kept as {}", path);
+  const std::string path = tmp_path;
+  discard_mllog(*this);
+  spdlog::warn("mllog: the run ended before its log was closed; the incomplete log {} was removed", path);
 }
 
 MlLog open_mllog(bool enabled, const std::string& results_dir, const std::string& system,
                  const std::string& benchmark, bool echo_stdout) {
   MlLog log;
   if (!enabled) return log;
-  if (system.empty() || benchmark.empty())
-    throw UserError("result log needs a system and a benchmark name", 2);
+  check_path_component("system name", system);
+  check_path_component("benchmark name", benchmark);
   std::filesystem::path dir = std::filesystem::path(results_dir) / system / benchmark;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -190,6 +191,13 @@ void mllog_start(MlLog& log, std::string_view key, const nlohmann::json& value, 
 void mllog_end(MlLog& log, std::string_view key, const nlohmann::json& value, nlohmann::json metadata,
                std::source_location loc) {
   write_event(log, keys::kIntervalEnd, key, value, metadata, loc);
+}
+
+void discard_mllog(MlLog& log) {
+  if (!log.file) return;
+  std::fclose(log.file);
+  log.file = nullptr;
+  ::unlink(log.tmp_path.c_str());
 }
 
 std::string close_mllog(MlLog& log) {

@@ -6,10 +6,10 @@
 // atomic no-replace rename (renameat2 RENAME_NOREPLACE, falling back to link()), so an existing
 // result is never overwritten, even by a concurrent writer choosing the same N.
 //
-// Every line is flushed as it is written (a crashed process loses no line). close_mllog() also
-// fsyncs the file and the directory. If an MlLog is destroyed without close_mllog() (an exception
-// path), the destructor does the same renaming: nothing is lost, and the incomplete log (no
-// run_stop) is kept as evidence; `check` rejects it, so it is never counted as a result.
+// Every line is flushed as it is written. close_mllog() also fsyncs the file and the directory.
+// Only a complete log gets a result name: a write, flush or close that fails removes the temporary
+// file, and so does an MlLog destroyed without close_mllog() (an exception path; the trainer
+// logs run_stop with status aborted and closes the log itself when a run fails after run_start).
 //
 // A disabled MlLog (ranks other than 0, or logging off) makes every call a no-op.
 // Not thread-safe: log from one thread.
@@ -34,7 +34,7 @@ struct MlLog {
   MlLog& operator=(const MlLog&) = delete;
   MlLog(MlLog&& o) noexcept;
   MlLog& operator=(MlLog&& o) noexcept;
-  ~MlLog();  // renames to result_<N>.txt if still open (see above); never throws
+  ~MlLog();  // removes the temporary file if still open (see above); never throws
 
   bool enabled() const { return file != nullptr; }
 };
@@ -57,8 +57,10 @@ void mllog_end(MlLog& log, std::string_view key, const nlohmann::json& value = n
                std::source_location loc = std::source_location::current());
 
 // Flushes, fsyncs, renames to result_<N>.txt; returns the final path ("" for a disabled or
-// already closed log). Failure is a UserError (the temporary file is then left in place).
+// already closed log). Failure is a UserError; the temporary file is then removed.
 std::string close_mllog(MlLog& log);
+// Closes and removes the temporary file: the run produced no result (failed before run_start).
+void discard_mllog(MlLog& log);
 
 // The line as written (without newline), exposed for tests and for the stdout echo.
 std::string format_mllog_line(int64_t time_ms, std::string_view event_type, std::string_view key,

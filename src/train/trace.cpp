@@ -1,11 +1,10 @@
 #include "train/trace.h"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 
 namespace mlpd {
@@ -33,31 +32,23 @@ std::string trace_events_json(const Trace& t, int rank) {
 }
 
 void write_trace_file(const std::string& path, const std::vector<std::string>& rank_parts) {
-  std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) throw UserError("cannot write the trace file " + tmp);
-    f << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-    bool first = true;
-    for (size_t r = 0; r < rank_parts.size(); ++r) {
-      const char* lanes[] = {"compute", "communication"};
-      for (int lane = 0; lane < 2; ++lane) {
-        nlohmann::json meta = {{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", lane},
-                               {"args", {{"name", lanes[lane]}}}};
-        f << (first ? "" : ",\n") << meta.dump();
-        first = false;
-      }
-      nlohmann::json pname = {{"name", "process_name"}, {"ph", "M"}, {"pid", r},
-                              {"args", {{"name", "rank " + std::to_string(r)}}}};
-      f << ",\n" << pname.dump();
-      if (!rank_parts[r].empty()) f << ",\n" << rank_parts[r];
+  std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  bool first = true;
+  for (size_t r = 0; r < rank_parts.size(); ++r) {
+    const char* lanes[] = {"compute", "communication"};
+    for (int lane = 0; lane < 2; ++lane) {
+      nlohmann::json meta = {{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", lane},
+                             {"args", {{"name", lanes[lane]}}}};
+      out += (first ? "" : ",\n") + meta.dump();
+      first = false;
     }
-    f << "\n]}\n";
-    if (!f) throw UserError("write failed: " + tmp);
+    nlohmann::json pname = {{"name", "process_name"}, {"ph", "M"}, {"pid", r},
+                            {"args", {{"name", "rank " + std::to_string(r)}}}};
+    out += ",\n" + pname.dump();
+    if (!rank_parts[r].empty()) out += ",\n" + rank_parts[r];
   }
-  std::filesystem::rename(tmp, path);
+  out += "\n]}\n";
+  write_file_atomically(path, out.data(), out.size());
 }
 
 }  // namespace mlpd

@@ -7,10 +7,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 
 #include "comm/collectives.h"
 #include "comm/gather_strings.h"
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/fpu.h"
 #include "mlperf/config.h"
@@ -26,20 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Writes `bytes` to `path` through a temporary file and a rename: never a half-written file.
-void write_file_atomically(const std::string& path, const void* bytes, size_t n) {
-  std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UserError("cannot write " + tmp);
-    f.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(n));
-    if (!f) throw UserError("write failed: " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
 
 void log_submission(MlLog& log, const ResolvedRun& run, const TrainOptions& opts, const World& w, bool open_division) {
   nlohmann::json meta = {{keys::kScale, run.scale}};
@@ -77,9 +64,20 @@ void route_grad_ready(void* ctx, size_t view) {
 class TrainLoop final : public LoopServices {
  public:
   TrainLoop(World& w, const ResolvedRun& run, const TrainOptions& opts, BuiltRun& built, MlLog& log, Trace& trace,
-            double target, std::FILE* loss_log)
+            double target, AtomicFile* loss_log)
       : w_(w), run_(run), opts_(opts), b_(built), wl_(*built.workload), log_(log), trace_(trace), target_(target),
-        loss_log_(loss_log) {}
+        loss_log_(loss_log) {
+    if (!opts.test_fail_at.empty()) {
+      const auto colon = opts.test_fail_at.find(':');
+      try {
+        if (colon == std::string::npos) throw std::invalid_argument("no colon");
+        fail_rank_ = std::stoi(opts.test_fail_at.substr(0, colon));
+        fail_step_ = std::stoll(opts.test_fail_at.substr(colon + 1));
+      } catch (const std::exception&) {
+        throw UserError("--test-fail-at " + opts.test_fail_at + ": expected RANK:STEP", 2);
+      }
+    }
+  }
 
   void begin_epoch(int epoch) override {
     const int every = wl_.facts.eval_every_epochs;
@@ -91,6 +89,9 @@ class TrainLoop final : public LoopServices {
 
   bool train_step(int epoch, int64_t b) override {
     if (stopped_) return false;
+    if (fail_rank_ == w_.rank && fail_step_ == step_ + 1)
+      throw UserError("test fault (--test-fail-at): rank " + std::to_string(w_.rank) + " fails in step " +
+                      std::to_string(step_ + 1));
     const auto t0 = Clock::now();
     const float lr = static_cast<float>(lr_at(b_.hyper.schedule, step_));
     StepOutcome so = train_one_step(w_, *b_.comm, wl_, b_.hyper.optimizer, lr, epoch - 1, b, &trace_);
@@ -103,7 +104,7 @@ class TrainLoop final : public LoopServices {
     window_seconds_ += dt;
     ++window_steps_;
     window_work_ += so.work;
-    if (loss_log_) std::fprintf(loss_log_, "%lld %a\n", static_cast<long long>(step_), so.loss);
+    if (loss_log_) loss_log_->write(fmt::format("{} {:a}\n", step_, so.loss));
     if (!std::isfinite(so.loss)) {
       if (w_.rank == 0) spdlog::error("loss is not finite at step {}: aborting the run", step_);
       stopped_ = true;
@@ -187,7 +188,9 @@ class TrainLoop final : public LoopServices {
   MlLog& log_;
   Trace& trace_;
   double target_;
-  std::FILE* loss_log_;
+  AtomicFile* loss_log_;
+  int fail_rank_ = -1;
+  int64_t fail_step_ = -1;
   int64_t step_ = 0;
   int64_t steps_this_epoch_ = 0;
   int epochs_ = 0;
@@ -239,7 +242,12 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   return o;
 }
 
-TrainResult run_training(World& w, const ResolvedRun& run, const TrainOptions& opts) {
+namespace {
+
+// The run itself. `log`, `built` and `run_started` belong to the caller, so that on a failure they
+// are still alive while the caller ends the job.
+TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& opts, MlLog& log, BuiltRun& built,
+                          bool& run_started) {
   enable_flush_denormals();
   const bool rank0 = w.rank == 0;
   const auto init_clock = Clock::now();
@@ -255,14 +263,14 @@ TrainResult run_training(World& w, const ResolvedRun& run, const TrainOptions& o
   spdlog::info("flush-to-zero and denormals-are-zero: {} on every computing thread",
                denormals_flushed() ? "on" : "NOT available");
 
-  MlLog log = open_mllog(rank0, opts.results_dir, opts.system, benchmark, opts.mllog_stdout);
+  log = open_mllog(rank0, opts.results_dir, opts.system, benchmark, opts.mllog_stdout);
   log_submission(log, run, opts, w, open_division);
   mllog_event(log, keys::kCacheClear, true);
   mllog_start(log, keys::kInitStart);
 
   CommConfig comm_cfg = opts.comm;
   comm_cfg.record_spans = !opts.trace_path.empty();
-  BuiltRun built = build_run(w, run, comm_cfg);
+  built = build_run(w, run, comm_cfg);
   Workload& wl = *built.workload;
   Trace trace;
   trace.path = opts.trace_path;
@@ -285,18 +293,16 @@ TrainResult run_training(World& w, const ResolvedRun& run, const TrainOptions& o
   barrier(w);
   mllog_end(log, keys::kInitStop);
 
-  std::FILE* loss_log = nullptr;
-  if (rank0 && !opts.loss_log.empty()) {
-    loss_log = std::fopen(opts.loss_log.c_str(), "w");
-    if (!loss_log) throw UserError("cannot write the loss log " + opts.loss_log);
-  }
+  std::optional<AtomicFile> loss_log;
+  if (rank0 && !opts.loss_log.empty()) loss_log.emplace(opts.loss_log);
 
   // ---- the timed region: run_start .. run_stop ----
   barrier(w);
   mllog_start(log, keys::kRunStart);
+  run_started = true;
   const auto run_clock = Clock::now();
   trace.origin_s = MPI_Wtime();
-  TrainLoop loop(w, run, opts, built, log, trace, target, loss_log);
+  TrainLoop loop(w, run, opts, built, log, trace, target, loss_log ? &*loss_log : nullptr);
   if (wl.has_own_driver())
     wl.drive(loop);
   else
@@ -305,7 +311,7 @@ TrainResult run_training(World& w, const ResolvedRun& run, const TrainOptions& o
   loop.fill(r);
   mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, r.status}});
   r.time_to_train_s = seconds_since(run_clock);
-  if (loss_log) std::fclose(loss_log);
+  if (loss_log) loss_log->commit();
   r.result_path = close_mllog(log);
   if (!trace.path.empty()) {
     std::vector<std::string> parts = gather_strings(w, trace_events_json(trace, w.rank));
@@ -318,6 +324,44 @@ TrainResult run_training(World& w, const ResolvedRun& run, const TrainOptions& o
     write_file_atomically(opts.dump_params, wl.store.params.data(), wl.store.params.size() * sizeof(float));
   spdlog::info("{}", format_summary(run, w, r));
   return r;
+}
+
+// A failure on this rank ends the run here, while the communicator is still alive: rank 0 logs
+// run_stop with status aborted (after run_start: a complete log, never a counted result) or
+// removes its log (before run_start: no result at all), then the whole job ends at once
+// (MPI_Abort) without unwinding through destructors that would enter a collective and wait for
+// ranks that never come.
+[[noreturn]] void end_failed_run(const World& w, MlLog& log, bool run_started, const std::string& what, int code) {
+  if (log.enabled()) {
+    if (run_started) {
+      try {
+        mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, keys::kAborted}});
+        const std::string path = close_mllog(log);
+        spdlog::error("run aborted; its log (status aborted): {}", path);
+      } catch (const std::exception& e) {
+        discard_mllog(log);
+      }
+    } else {
+      discard_mllog(log);
+    }
+  }
+  if (w.size > 1) abort_world(w, what, code);
+  throw UserError(what, code);
+}
+
+}  // namespace
+
+TrainResult run_training(World& w, const ResolvedRun& run, const TrainOptions& opts) {
+  MlLog log;
+  BuiltRun built;
+  bool run_started = false;
+  try {
+    return train_and_log(w, run, opts, log, built, run_started);
+  } catch (const UserError& e) {
+    end_failed_run(w, log, run_started, e.what(), e.exit_code);
+  } catch (const std::exception& e) {
+    end_failed_run(w, log, run_started, std::string("internal error: ") + e.what(), 1);
+  }
 }
 
 std::string format_summary(const ResolvedRun& run, const World& w, const TrainResult& r) {

@@ -25,6 +25,7 @@ struct TrainOptions {
   double test_target = 0.0;           // > 0: replace the target; the log says division open
   std::string dump_params;            // write rank 0's final parameters (raw float32) here
   std::string loss_log;               // write every step's global loss (hexfloat) here
+  std::string test_fail_at;           // "RANK:STEP": that rank throws in that step (fault tests)
 };
 
 struct TrainResult {

@@ -1,0 +1,100 @@
+# Faults end the job promptly and leave nothing half-written:
+#  - an error on one rank after the communicator exists (rank 1 mid-run, rank 0 before run_start)
+#    ends the whole job within seconds, with the error printed (before: the unwinding entered a
+#    collective in a destructor and the job hung until the 600 s watchdog);
+#  - --system cannot put results outside --results-dir;
+#  - an auxiliary output never replaces a result log;
+#  - a full disk (a small tmpfs) leaves no result_N.txt and no temporary file.
+source "$(dirname "$0")/lib/common.bash" "$@"
+ensure_mini_data
+R=$WORK/results
+run() {  # run NP ARGS...: sets rc, out, secs
+  local np=$1; shift
+  local t0=$(date +%s.%N)
+  set +e
+  out=$(timeout 120 "${MPIRUN[@]}" -np "$np" "$BIN" train --data-dir "$DATA" --results-dir "$R" --system t \
+        --progress-seconds 1000 "$@" 2>&1)
+  rc=$?
+  set -e
+  secs=$(echo "$(date +%s.%N) - $t0" | bc)
+}
+no_tmp_left() { ! find "$R" -name '*.tmp' 2>/dev/null | grep -q . || fail "temporary files left: $(find "$R" -name '*.tmp')"; }
+
+# One rank fails mid-run (after run_start): the job ends at once; rank 0 was killed, so no result.
+run 2 --max-steps 50 --test-fail-at 1:3
+echo "rank 1 fails in step 3: rc=$rc in ${secs}s"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "rank 1's error: rc $rc: $out"
+echo "$out" | grep -q "test fault (--test-fail-at): rank 1 fails in step 3" || fail "the error is not printed: $out"
+awk -v s="$secs" 'BEGIN { exit !(s < 60) }' || fail "took ${secs}s to end the job"
+! ls "$R"/t/resnet/result_*.txt 2>/dev/null | grep -q . || fail "a result log was written"
+
+# Rank 0 fails mid-run: its log is complete, ending with run_stop status aborted, and never counted.
+rm -rf "$R"
+run 2 --max-steps 50 --test-fail-at 0:2
+echo "rank 0 fails in step 2: rc=$rc in ${secs}s"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "rank 0's error: rc $rc: $out"
+awk -v s="$secs" 'BEGIN { exit !(s < 60) }' || fail "took ${secs}s to end the job"
+log=$(ls "$R"/t/resnet/result_*.txt)
+grep -q '"key":"run_stop".*"status":"aborted"' "$log" || fail "no run_stop aborted in $log"
+tail -1 "$log" | grep -q '"key":"run_stop"' || fail "run_stop is not the last line of $log"
+set +e
+"$BIN" check "$log" > "$WORK/c.txt" 2>&1
+set -e
+grep -q "status aborted" "$WORK/c.txt" && ! grep -q ": PASSED" "$WORK/c.txt" || fail "check counts the failed run: $(cat "$WORK/c.txt")"
+no_tmp_left
+
+# Rank 0 cannot write its loss log (after the communicator exists, before run_start): prompt, no log.
+rm -rf "$R"
+run 2 --max-steps 5 --loss-log /proc/no/such/dir/loss.txt
+echo "rank 0 cannot write the loss log: rc=$rc in ${secs}s"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "unwritable loss log: rc $rc: $out"
+echo "$out" | grep -q "/proc/no/such/dir/loss.txt" || fail "the error does not name the file: $out"
+awk -v s="$secs" 'BEGIN { exit !(s < 60) }' || fail "took ${secs}s to end the job"
+! find "$R" -type f | grep -q . || fail "files left: $(find "$R" -type f)"
+
+# Path escape through --system.
+rm -rf "$R"
+for bad in "../escape" "a/b" ".hidden" "" "x y"; do
+  run 1 --max-steps 1 --system "$bad"
+  [ $rc -eq 2 ] || fail "--system '$bad': rc $rc: $out"
+done
+[ ! -e "$WORK/escape" ] && [ ! -e "$R" ] || fail "--system escaped: $(find "$WORK")"
+
+# Clobbering: auxiliary outputs never replace a result log.
+run 1 --max-steps 2
+log=$(ls "$R"/t/resnet/result_0.txt)
+sum=$(md5sum < "$log")
+for opt in --loss-log --dump-params --trace; do
+  run 1 --max-steps 2 $opt "$log"
+  [ $rc -eq 2 ] || fail "$opt onto a result log: rc $rc: $out"
+  cp "$log" "$WORK/copy.txt"
+  run 1 --max-steps 2 $opt "$WORK/copy.txt"
+  [ $rc -eq 2 ] || fail "$opt onto a file holding MLLOG lines: rc $rc: $out"
+done
+run 1 --max-steps 2 --loss-log "$WORK/a.txt" --dump-params "$WORK/a.txt"
+[ $rc -eq 2 ] || fail "two outputs on one file: rc $rc"
+[ "$(md5sum < "$log")" = "$sum" ] || fail "the result log changed"
+
+# Full disk: results on a 4 KiB tmpfs (the log outgrows it during init); nothing is left behind.
+mkdir -p "$WORK/small"
+if mount -t tmpfs -o size=4k tmpfs "$WORK/small" 2>/dev/null; then
+  trap 'umount "$WORK/small" 2>/dev/null; rm -rf "$WORK"' EXIT
+  R=$WORK/small/results
+  run 2 --max-steps 3
+  umount_later=1
+else
+  # No mount permission here: the same short writes through a file-size limit (EFBIG).
+  echo "faults: tmpfs not mountable; full disk emulated with ulimit -f"
+  R=$WORK/small/results
+  set +e
+  out=$( (ulimit -f 8; trap '' XFSZ; timeout 120 "${MPIRUN[@]}" -np 2 "$BIN" train --data-dir "$DATA" \
+        --results-dir "$R" --system t --max-steps 3) 2>&1)
+  rc=$?
+  set -e
+fi
+echo "full disk: rc=$rc"
+[ $rc -ne 0 ] || fail "a full disk went unnoticed: $out"
+echo "$out" | grep -qi "cannot write" || fail "no clear error on a full disk: $out"
+! ls "$R"/t/resnet/result_*.txt 2>/dev/null | grep -q . || fail "a truncated result log was kept: $(ls -la "$R"/t/resnet)"
+no_tmp_left
+echo "faults: ok"
