@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "core/output_paths.h"
+#include "train/stop_signal.h"
 #include "mlperf/config.h"
 #include "workloads/registry.h"
 
@@ -58,6 +59,16 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
   c->add_option("--comm-timeout", o.comm.timeout_s,
                 "Seconds a collective may take before the watchdog aborts the job naming the missing ranks")
       ->capture_default_str();
+  c->add_option("--checkpoint-dir", o.checkpoint_dir,
+                "Write checkpoints here: every --checkpoint-every epochs, and when the run stops early (SIGUSR1 or "
+                "SIGTERM to the ranks, as `sbatch --signal` and mpirun forward them, or --max-steps)");
+  c->add_option("--checkpoint-every", o.checkpoint_every, "Epochs between checkpoints (0: only on an early stop)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  c->add_option("--resume", o.resume_dir,
+                "Continue from the latest checkpoint in this directory (same config and rank count; the run is "
+                "logged as resumed and is not a valid MLPerf result)")
+      ->check(CLI::ExistingDirectory);
   c->add_option("--trace", o.trace_path, "Write a Chrome trace JSON (per-view backward, bucket allreduces) to this file");
   c->add_option("--trace-steps", o.trace_steps, "Steps recorded in the trace (from the first)")->capture_default_str();
   c->add_flag("--mllog-stdout", o.mllog_stdout,
@@ -77,6 +88,7 @@ int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv) 
   // One compute thread per rank: ranks are the unit of parallelism.
   openblas_set_num_threads(1);
   World w = init_world(&argc, &argv);
+  install_stop_signal_handlers();
   // Before anything is opened or written: the config, the rules (with this run's rank count), the
   // typed hyperparameters and the data files. The ranks then agree: if any failed (a data file
   // missing on one node), every rank exits with the code, and the lowest failing rank says why.

@@ -43,6 +43,8 @@ inline constexpr const char* kModelBnSpan = "model_bn_span";
 // Ours: the whole resolved config (defaults + --config + --set) as one JSON object, so a result
 // can be reproduced from its log alone. The official checker ignores keys it does not know.
 inline constexpr const char* kMlpdConfig = "mlperf_dist_config";
+// Ours: the run continued from a checkpoint (train --resume): never a valid MLPerf result.
+inline constexpr const char* kMlpdResumedFrom = "mlperf_dist_resumed_from";
 
 // ---- optimizer: generic ----
 inline constexpr const char* kOptName = "opt_name";

@@ -16,6 +16,7 @@ struct StepOutcome {
   double loss = 0.0;          // global mean loss of the step (loss_sum / loss_weight over ranks)
   double work = 0.0;          // global work of the step, in the workload's unit
   double comm_seconds = 0.0;  // time waiting for the gradient allreduce after backward
+  bool stop_requested = false;  // some rank got a stop signal (train/stop_signal.h): all agree
 };
 
 StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Optimizer& opt, float lr, int epoch,

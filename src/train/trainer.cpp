@@ -18,7 +18,9 @@
 #include "mlperf/keys.h"
 #include "mlperf/mllog.h"
 #include "train/evaluate.h"
+#include "train/checkpoint.h"
 #include "train/step.h"
+#include "train/stop_signal.h"
 
 namespace mlpd {
 
@@ -58,6 +60,10 @@ void route_grad_ready(void* ctx, size_t view) {
     r->trace->first_in_step = false;
   }
   grad_ready(*r->comm, *r->store, view);
+}
+
+CheckpointKey checkpoint_key(const ResolvedRun& run, const World& w) {
+  return {run.entry->spec.name, run.scale, config_hash(run.config.dump()), w.size};
 }
 
 // The state of one run between run_start and run_stop, and the services a driver calls.
@@ -105,6 +111,12 @@ class TrainLoop final : public LoopServices {
     ++window_steps_;
     window_work_ += so.work;
     if (loss_log_) loss_log_->write(fmt::format("{} {:a}\n", step_, so.loss));
+    position_ = {epoch, b + 1, step_};
+    if (so.stop_requested) {
+      spdlog::warn("stop requested by a signal: ending after step {}", step_);
+      stopped_ = stop_for_checkpoint_ = true;
+      return false;
+    }
     if (!std::isfinite(so.loss)) {
       if (w_.rank == 0) spdlog::error("loss is not finite at step {}: aborting the run", step_);
       stopped_ = true;
@@ -120,7 +132,7 @@ class TrainLoop final : public LoopServices {
       window_steps_ = 0;
     }
     if (opts_.max_steps > 0 && step_ >= opts_.max_steps) {
-      stopped_ = true;
+      stopped_ = stop_for_checkpoint_ = true;
       return false;
     }
     return true;
@@ -129,6 +141,7 @@ class TrainLoop final : public LoopServices {
   void end_epoch(int epoch) override {
     mllog_end(log_, keys::kEpochStop, nullptr, {{keys::kEpochNum, epoch}});
     epochs_ = epoch;
+    if (position_.step_in_epoch >= steps_this_epoch_) position_ = {epoch + 1, 0, step_};
   }
 
   bool evaluate(int epoch) override {
@@ -155,16 +168,36 @@ class TrainLoop final : public LoopServices {
   int max_epochs() const override { return run_.run.max_epochs; }
   bool stopped() const override { return stopped_; }
 
-  // Epochs of steps, evaluating every eval_every_epochs, at the last epoch, and when stopping.
-  void drive_epochs() {
+  // Epochs of steps from `start`, evaluating every eval_every_epochs, at the last epoch, and when
+  // stopping; a checkpoint every checkpoint_every epochs.
+  void drive_epochs(const TrainPosition& start) {
     const int every = wl_.facts.eval_every_epochs;
-    for (int epoch = 1; epoch <= max_epochs() && !stopped_; ++epoch) {
+    step_ = start.global_step;
+    position_ = start;
+    for (int epoch = start.epoch; epoch <= max_epochs() && !stopped_; ++epoch) {
       begin_epoch(epoch);
-      for (int64_t b = 0; b < steps_this_epoch_; ++b)
+      for (int64_t b = epoch == start.epoch ? start.step_in_epoch : 0; b < steps_this_epoch_; ++b)
         if (!train_step(epoch, b)) break;
       end_epoch(epoch);
+      checkpoint_if_stopped_early();  // before the last evaluation: a job near its time limit
       if (epoch % every == 0 || epoch == max_epochs() || stopped_) evaluate(epoch);
+      if (opts_.checkpoint_every > 0 && epoch % opts_.checkpoint_every == 0 && !stopped_) checkpoint();
     }
+  }
+
+  // The run stopped early by a signal or --max-steps: keep its state to resume from.
+  void checkpoint_if_stopped_early() {
+    if (stop_for_checkpoint_ && !success_ && !checkpointed_at_stop_) {
+      checkpointed_at_stop_ = true;
+      checkpoint();
+    }
+  }
+
+  void checkpoint() {
+    if (opts_.checkpoint_dir.empty()) return;
+    const std::string where = save_checkpoint(w_, opts_.checkpoint_dir, checkpoint_key(run_, w_), position_, wl_,
+                                              b_.hyper.optimizer);
+    spdlog::info("checkpoint after step {}: {}", position_.global_step, where);
   }
 
   void fill(TrainResult& r) const {
@@ -193,6 +226,9 @@ class TrainLoop final : public LoopServices {
   int64_t fail_step_ = -1;
   int64_t step_ = 0;
   int64_t steps_this_epoch_ = 0;
+  TrainPosition position_;
+  bool stop_for_checkpoint_ = false;
+  bool checkpointed_at_stop_ = false;
   int epochs_ = 0;
   bool stopped_ = false;
   bool success_ = false;
@@ -224,10 +260,12 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   o.comm_seconds = t_comm_done - t_backward_done;
   optimizer_step(opt, wl.store, lr);
   // The global mean loss: exact and identical on every rank (so every rank agrees to stop on NaN).
-  double sums[3] = {st.loss_sum, st.loss_weight, st.work};
-  allreduce_sum_doubles(w, sums, 3);
+  // The stop flag rides along, so every rank learns of a signal to any rank after the same step.
+  double sums[4] = {st.loss_sum, st.loss_weight, st.work, stop_signal_received() ? 1.0 : 0.0};
+  allreduce_sum_doubles(w, sums, 4);
   o.loss = sums[0] / sums[1];
   o.work = sums[2];
+  o.stop_requested = sums[3] > 0.0;
   if (tracing) {
     const double t_end = MPI_Wtime();
     for (const CommSpan& sp : take_spans(comm))
@@ -283,6 +321,17 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   mllog_event(log, keys::kEvalSamples, wl.facts.eval_samples);
   mllog_event(log, keys::kModelBnSpan, wl.facts.bn_span);
   for (const auto& [k, v] : hyperparam_log_entries(built.hyper)) mllog_event(log, k, v);
+  TrainPosition start;
+  if (!opts.resume_dir.empty()) {
+    if (wl.has_own_driver())
+      throw UserError("--resume: " + benchmark + " drives its own loop and does not resume from checkpoints yet", 2);
+    start = load_checkpoint(w, opts.resume_dir, checkpoint_key(run, w), wl, built.hyper.optimizer);
+    mllog_event(log, keys::kMlpdResumedFrom,
+                {{"dir", opts.resume_dir}, {"global_step", start.global_step}, {"epoch", start.epoch},
+                 {"step_in_epoch", start.step_in_epoch}});
+    spdlog::info("resumed from {} at step {} (epoch {}, step {} of it): not a valid MLPerf result", opts.resume_dir,
+                 start.global_step, start.epoch, start.step_in_epoch);
+  }
   const MetricSpec& metric = run.entry->spec.metric;
   spdlog::info("model: {}", wl.facts.model_summary);
   spdlog::info("communication: {}", describe(*built.comm));
@@ -306,7 +355,8 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   if (wl.has_own_driver())
     wl.drive(loop);
   else
-    loop.drive_epochs();
+    loop.drive_epochs(start);
+  loop.checkpoint_if_stopped_early();
   TrainResult r;
   loop.fill(r);
   mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, r.status}});

@@ -18,6 +18,9 @@ struct TrainOptions {
   double progress_seconds = 5.0;      // at most one step line per this many seconds
   bool mllog_stdout = false;          // also echo every MLLOG line to stdout
   CommConfig comm;                    // gradient buckets, backend, precision, overlap, watchdog
+  std::string checkpoint_dir;         // "" for none; see train/checkpoint.h
+  int checkpoint_every = 0;           // epochs between checkpoints (0: only when the run stops early)
+  std::string resume_dir;             // continue from this directory's latest checkpoint
   std::string trace_path;             // Chrome trace JSON of the first trace_steps steps
   int trace_steps = 5;
   // Test and study hooks; each one that changes the result marks the run as not a result.

@@ -98,6 +98,11 @@ struct Workload {
   virtual EvalOutcome finish_evaluation(const EvalCombined& combined) = 0;
   // A workload whose outer loop is not "epochs of steps" (minigo: self-play generations, then
   // training) drives the run itself through the trainer's services; the default is epochs.
+  // Whatever a checkpoint needs beyond parameters, batch-norm state and the optimizer (a replay
+  // buffer, an RNG position): bytes this rank's checkpoint carries. Data order is a function of
+  // (seed, epoch, step) in resnet and ncf, so they have nothing more.
+  virtual std::string save_state() const { return {}; }
+  virtual void load_state(const std::string& /*bytes*/) {}
   virtual bool has_own_driver() const { return false; }
   virtual void drive(LoopServices& /*loop*/) {}
 };
