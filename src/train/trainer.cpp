@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <mpi.h>
+#include <sys/resource.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -60,6 +61,44 @@ void route_grad_ready(void* ctx, size_t view) {
     r->trace->first_in_step = false;
   }
   grad_ready(*r->comm, *r->store, view);
+}
+
+// This process's proportional set size (/proc/self/smaps_rollup), 0 where the kernel lacks it.
+double proportional_set_size_mib() {
+  std::FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
+  if (!f) return 0.0;
+  char line[256];
+  double kib = 0.0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "Pss: %lf kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib / 1024.0;
+}
+
+// Data parallelism keeps one model on every rank: after the run every rank's parameters must be
+// bit-identical (a cheap end-to-end check of the allreduce path at any rank count). Also reports
+// the ranks' peak memory, the limit at hundreds of ranks per node.
+void check_replicas_agree(const World& w, const ParamStore& store) {
+  const uint64_t mine = params_fingerprint(store);
+  // Two 32-bit halves as doubles: exact, and max == min on every half iff all ranks agree.
+  double v[4] = {static_cast<double>(mine >> 32), static_cast<double>(mine & 0xffffffffu),
+                 -static_cast<double>(mine >> 32), -static_cast<double>(mine & 0xffffffffu)};
+  for (double& x : v) x = allreduce_max(w, x);
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  const double rss_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;
+  const double max_rss = allreduce_max(w, rss_mib);
+  // RSS counts shared library pages and shared-memory windows in every rank; PSS splits them.
+  double pss_mib = proportional_set_size_mib();
+  const double max_pss = allreduce_max(w, pss_mib);
+  allreduce_sum_doubles(w, &pss_mib, 1);
+  spdlog::info("memory: peak RSS per rank {:.0f} MiB at most; PSS now {:.0f} MiB per rank at most, {:.2f} GiB over {} "
+               "ranks",
+               max_rss, max_pss, pss_mib / 1024.0, w.size);
+  if (v[0] != -v[2] || v[1] != -v[3])
+    throw UserError("the ranks' parameters differ after training: the replicas diverged (fingerprint of rank " +
+                    std::to_string(w.rank) + ": " + std::to_string(mine) + ")");
+  spdlog::info("parameters identical on all {} ranks (fingerprint {:016x})", w.size, mine);
 }
 
 CheckpointKey checkpoint_key(const ResolvedRun& run, const World& w) {
@@ -372,6 +411,7 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   }
   if (rank0 && !opts.dump_params.empty())
     write_file_atomically(opts.dump_params, wl.store.params.data(), wl.store.params.size() * sizeof(float));
+  check_replicas_agree(w, wl.store);
   spdlog::info("{}", format_summary(run, w, r));
   return r;
 }
