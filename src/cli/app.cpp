@@ -47,6 +47,7 @@ int main_entry(int argc, char** argv) {
   add_rules_command(app, rules);
   CommBenchArgs comm_bench;
   add_comm_bench_command(app, comm_bench);
+  app.add_subcommand("list", "Print the registered workloads, one per line: name, then its scales (for scripts)");
 
   // CLI11 would say only "a subcommand is required" for a misspelt one: name it.
   for (int i = 1; i < argc; ++i) {
@@ -80,6 +81,14 @@ int main_entry(int argc, char** argv) {
     if (app.got_subcommand("prepare")) return run_prepare_command(prepare);
     if (app.got_subcommand("check")) return run_check_command(check);
     if (app.got_subcommand("rules")) return run_rules_command(rules);
+    if (app.got_subcommand("list")) {
+      for (const WorkloadEntry* e : workload_entries()) {
+        std::string line = e->spec.name;
+        for (const ScaleSpec& sc : e->spec.scales) line += " " + sc.name;
+        std::printf("%s\n", line.c_str());
+      }
+      return kExitSuccess;
+    }
     if (app.got_subcommand("comm-bench")) return run_comm_bench_command(comm_bench, argc, argv);
   } catch (const UserError& e) {
     std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
