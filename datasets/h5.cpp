@@ -1,5 +1,6 @@
 #include "datasets/h5.h"
 #include "core/check.h"
+#include "datasets/layout.h"
 #include <unistd.h>
 #include <filesystem>
 
@@ -64,10 +65,31 @@ namespace {
 
 H5Id scalar_space() { return H5Id(H5_CHECK(H5Screate(H5S_SCALAR))); }
 
-H5Id open_attr(hid_t obj, const char* name) {
-  if (!h5_has_attr(obj, name)) throw H5Error(std::string("attribute '") + name + "' is missing");
-  return H5Id(H5_CHECK(H5Aopen(obj, name, H5P_DEFAULT)));
+// The path of a file, group or dataset ("/", "/train"), for messages.
+std::string object_name(hid_t obj) {
+  char name[256] = {0};
+  if (H5Iget_name(obj, name, sizeof name) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return "?";
+  }
+  return name;
 }
+
+[[noreturn]] void bad_attr(hid_t obj, const char* name, const std::string& why) {
+  throw H5LayoutError(std::string("attribute '") + name + "' of " + object_name(obj) + " " + why);
+}
+
+// Opens a scalar attribute: reading an array attribute into one value would write past it.
+H5Id open_scalar_attr(hid_t obj, const char* name) {
+  if (!h5_has_attr(obj, name)) bad_attr(obj, name, "is missing");
+  H5Id attr(H5_CHECK(H5Aopen(obj, name, H5P_DEFAULT)));
+  H5Id space(H5_CHECK(H5Aget_space(attr)));
+  if (H5_CHECK(H5Sget_simple_extent_npoints(space)) != 1) bad_attr(obj, name, "is not a scalar");
+  return attr;
+}
+
+// Longest fixed-length string attribute read: far above any name or provenance text we write.
+constexpr size_t kMaxAttrStringBytes = 1 << 20;
 
 }  // namespace
 
@@ -97,13 +119,9 @@ void h5_write_attr_f64(hid_t obj, const char* name, double value) {
 bool h5_has_attr(hid_t obj, const char* name) { return H5_CHECK(H5Aexists(obj, name)) > 0; }
 
 std::string h5_read_attr_str(hid_t obj, const char* name) {
-  H5Id attr = open_attr(obj, name);
+  H5Id attr = open_scalar_attr(obj, name);
   H5Id type(H5_CHECK(H5Aget_type(attr)));
-  if (H5_CHECK(H5Tget_class(type)) != H5T_STRING)
-    throw H5Error(std::string("attribute '") + name + "' is not a string");
-  H5Id space(H5_CHECK(H5Aget_space(attr)));
-  if (H5_CHECK(H5Sget_simple_extent_npoints(space)) != 1)
-    throw H5Error(std::string("attribute '") + name + "' is not a scalar");
+  if (H5_CHECK(H5Tget_class(type)) != H5T_STRING) bad_attr(obj, name, "is not a string");
   if (H5_CHECK(H5Tis_variable_str(type)) > 0) {
     H5Id mem(H5_CHECK(H5Tcopy(H5T_C_S1)));
     H5_CHECK(H5Tset_size(mem, H5T_VARIABLE));
@@ -116,45 +134,139 @@ std::string h5_read_attr_str(hid_t obj, const char* name) {
   }
   size_t n = H5Tget_size(type);
   if (n == 0) H5_CHECK(-1);
+  if (n > kMaxAttrStringBytes) bad_attr(obj, name, "is longer than " + std::to_string(kMaxAttrStringBytes) + " bytes");
   std::vector<char> buf(n + 1, '\0');
   H5_CHECK(H5Aread(attr, type, buf.data()));
   return std::string(buf.data());  // stops at the first NUL (null-terminated or null-padded)
 }
 
 int64_t h5_read_attr_i64(hid_t obj, const char* name) {
-  H5Id attr = open_attr(obj, name);
+  H5Id attr = open_scalar_attr(obj, name);
   H5Id type(H5_CHECK(H5Aget_type(attr)));
-  if (H5_CHECK(H5Tget_class(type)) != H5T_INTEGER)
-    throw H5Error(std::string("attribute '") + name + "' is not an integer");
+  if (H5_CHECK(H5Tget_class(type)) != H5T_INTEGER) bad_attr(obj, name, "is not an integer");
   int64_t v = 0;
   H5_CHECK(H5Aread(attr, H5T_NATIVE_INT64, &v));
   return v;
 }
 
+int64_t h5_read_attr_i64_within(hid_t obj, const char* name, int64_t lo, int64_t hi) {
+  const int64_t v = h5_read_attr_i64(obj, name);
+  if (v < lo || v > hi)
+    bad_attr(obj, name, "is " + std::to_string(v) + ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
 double h5_read_attr_f64(hid_t obj, const char* name) {
-  H5Id attr = open_attr(obj, name);
+  H5Id attr = open_scalar_attr(obj, name);
   H5Id type(H5_CHECK(H5Aget_type(attr)));
   H5T_class_t c = H5_CHECK(H5Tget_class(type));
-  if (c != H5T_FLOAT && c != H5T_INTEGER)
-    throw H5Error(std::string("attribute '") + name + "' is not a number");
+  if (c != H5T_FLOAT && c != H5T_INTEGER) bad_attr(obj, name, "is not a number");
   double v = 0;
   H5_CHECK(H5Aread(attr, H5T_NATIVE_DOUBLE, &v));
   return v;
 }
 
-bool h5_has_path(hid_t file, const std::string& path) {
-  std::string prefix;
+namespace {
+
+// The links on the way to `path`, outermost first: "/train/images" gives "/train", "/train/images".
+std::vector<std::string> links_to(const std::string& path) {
+  std::vector<std::string> links;
   size_t pos = 0;
   while (pos < path.size()) {
     size_t next = path.find('/', pos + 1);
     if (next == std::string::npos) next = path.size();
-    prefix = path.substr(0, next);
-    if (prefix != "/" && H5_CHECK(H5Lexists(file, prefix.c_str(), H5P_DEFAULT)) <= 0) return false;
+    if (std::string prefix = path.substr(0, next); prefix != "/") links.push_back(prefix);
     pos = next;
   }
+  return links;
+}
+
+}  // namespace
+
+bool h5_has_path(hid_t file, const std::string& path) {
+  for (const std::string& link : links_to(path))
+    if (H5_CHECK(H5Lexists(file, link.c_str(), H5P_DEFAULT)) <= 0) return false;
   return true;
 }
 
+H5Id h5_open_prepared(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw H5LayoutError("file not found");
+  if (!std::filesystem::is_regular_file(path, ec)) throw H5LayoutError("is not a regular file");
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw H5LayoutError("is not an HDF5 file (or cannot be read)");
+  }
+  return H5Id(H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+}
+
+void h5_check_layout_format(hid_t file) {
+  const std::string format = h5_read_attr_str(file, layout::kAttrFormat);
+  if (format != layout::kFormatName)
+    throw H5LayoutError("format attribute is '" + format + "', expected '" + layout::kFormatName + "'");
+  const int64_t version = h5_read_attr_i64(file, layout::kAttrFormatVersion);
+  if (version != layout::kFormatVersion)
+    throw H5LayoutError("format version " + std::to_string(version) + ", this build reads version " +
+                        std::to_string(layout::kFormatVersion));
+}
+
+namespace {
+
+std::string type_text(hid_t type) {
+  const size_t bits = 8 * H5Tget_size(type);
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER: return (H5Tget_sign(type) == H5T_SGN_2 ? "int" : "uint") + std::to_string(bits);
+    case H5T_FLOAT: return "float" + std::to_string(bits);
+    case H5T_STRING: return "a string";
+    default: return "of another type";
+  }
+}
+
+}  // namespace
+
+std::vector<hsize_t> h5_int_dataset_extents(hid_t file, const std::string& name, size_t bytes, bool is_signed,
+                                            int rank) {
+  auto fail = [&](const std::string& why) { throw H5LayoutError(name + " " + why); };
+  if (!h5_has_path(file, name)) fail("is missing");
+  // Everything must lie in this file: another file, or raw data stored outside (a pipe, a device),
+  // could be anything, or never end.
+  for (const std::string& link : links_to(name)) {
+    H5L_info_t info;
+    H5_CHECK(H5Lget_info(file, link.c_str(), &info, H5P_DEFAULT));
+    if (info.type != H5L_TYPE_HARD) fail("is reached through a soft or external link (" + link + ")");
+  }
+  const hid_t id = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+  if (id < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    fail("is not a dataset");
+  }
+  H5Id ds(id);
+  H5Id type(H5_CHECK(H5Dget_type(ds)));
+  const bool type_ok = H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == bytes &&
+                       (H5Tget_sign(type) == H5T_SGN_2) == is_signed;
+  const std::string expected = (is_signed ? "int" : "uint") + std::to_string(8 * bytes);
+  if (!type_ok) fail("is " + type_text(type) + ", expected " + expected);
+  H5Id space(H5_CHECK(H5Dget_space(ds)));
+  const int ndims = H5_CHECK(H5Sget_simple_extent_ndims(space));
+  if (ndims != rank) fail("has " + std::to_string(ndims) + " dimensions, expected " + std::to_string(rank));
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  H5_CHECK(H5Sget_simple_extent_dims(space, dims.data(), nullptr));
+  H5Id dcpl(H5_CHECK(H5Dget_create_plist(ds)));
+  const H5D_layout_t storage = H5Pget_layout(dcpl);
+  if ((storage != H5D_CONTIGUOUS && storage != H5D_CHUNKED && storage != H5D_COMPACT) ||
+      H5_CHECK(H5Pget_external_count(dcpl)) > 0)
+    fail("is stored outside the file (external or virtual storage)");
+  if (H5_CHECK(H5Pget_nfilters(dcpl)) > 0) fail("is stored compressed or filtered; the layout is uncompressed");
+  hsize_t claimed = bytes;
+  for (hsize_t d : dims) {
+    if (d != 0 && claimed > UINT64_MAX / d) fail("claims more data than any file can hold");
+    claimed *= d;
+  }
+  const hsize_t stored = H5Dget_storage_size(ds);
+  if (stored < claimed)
+    fail("claims " + std::to_string(claimed) + " bytes of data but the file holds " + std::to_string(stored));
+  return dims;
+}
 
 void write_h5_atomically(const std::string& out_h5, const std::function<void(const std::string& tmp_path)>& write) {
   namespace fs = std::filesystem;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace mlpd {
 
@@ -14,6 +15,13 @@ namespace mlpd {
 // that names the file and what to do.
 struct H5Error : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// The file is readable HDF5 but not in the layout its reader expects (datasets/README.md): an
+// object missing, of the wrong type or shape, or claiming more data than the file holds. The
+// message names the object ("/eval/images ...", "attribute 'mean' of /train ...").
+struct H5LayoutError : H5Error {
+  using H5Error::H5Error;
 };
 
 // Throws H5Error "file:line: <call> failed: <HDF5's message>" and clears HDF5's error stack.
@@ -79,12 +87,31 @@ void h5_write_attr_str(hid_t obj, const char* name, const std::string& value);
 void h5_write_attr_i64(hid_t obj, const char* name, int64_t value);
 void h5_write_attr_f64(hid_t obj, const char* name, double value);
 bool h5_has_attr(hid_t obj, const char* name);
-// Readers throw H5Error naming the attribute when it is missing or of the wrong kind.
+// Readers throw H5LayoutError naming the attribute and its object when it is missing, not a scalar
+// or of the wrong kind.
 std::string h5_read_attr_str(hid_t obj, const char* name);  // fixed- or variable-length
 int64_t h5_read_attr_i64(hid_t obj, const char* name);
+// An integer attribute that must lie in [lo, hi] (a count or size a reader will allocate by).
+int64_t h5_read_attr_i64_within(hid_t obj, const char* name, int64_t lo, int64_t hi);
 double h5_read_attr_f64(hid_t obj, const char* name);
 // True when `path` (e.g. "/train/images") exists, checking each component in turn.
 bool h5_has_path(hid_t file, const std::string& path);
+
+// Opens a prepared file read-only. H5LayoutError when it is missing, not a regular file or not
+// HDF5 at all. Call with an H5Quiet alive.
+H5Id h5_open_prepared(const std::string& path);
+
+// Checks the root attributes format and format_version name the layout this build reads
+// (datasets/layout.h); H5LayoutError otherwise, asking for a re-prepare.
+void h5_check_layout_format(hid_t file);
+
+// The extents of dataset `name` (e.g. "/train/labels") once its header has been checked against
+// what a loader will read: integers `bytes` wide, signed or not as asked, with `rank` dimensions,
+// stored uncompressed and in full. The last check bounds every allocation by the file's own size:
+// a crafted header cannot claim a billion samples in a file of a few kilobytes. H5LayoutError
+// naming the dataset otherwise.
+std::vector<hsize_t> h5_int_dataset_extents(hid_t file, const std::string& name, size_t bytes, bool is_signed,
+                                            int rank);
 
 // Writes a prepared file safely: creates the output directory, calls write(tmp_path) with HDF5's
 // error printing off, then renames tmp to out_h5. Never leaves a half-written file under the final

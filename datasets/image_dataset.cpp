@@ -1,6 +1,6 @@
 #include "datasets/image_dataset.h"
 
-#include <filesystem>
+#include <utility>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -12,8 +12,16 @@ namespace mlpd {
 
 namespace {
 
+// Bounds of what a prepared image file may declare, far above any dataset we train on (ImageNet:
+// 1.28M samples of at most a few hundred pixels a side, 3 channels): beyond them a header is
+// corrupt or crafted, and believing it would mean absurd allocations.
+constexpr hsize_t kMaxSamples = INT32_MAX;
+constexpr hsize_t kMaxSide = 4096;  // height and width
+constexpr hsize_t kMaxChannels = 4;  // gray, RGB, RGBA
+constexpr int64_t kMaxClasses = 1 << 20;
+
 [[noreturn]] void bad_file(const std::string& path, const std::string& why) {
-  throw UserError("dataset " + path + ": " + why + "; run `" + kPrepareImageHint + "` to (re)build it");
+  throw UserError("dataset " + path + ": " + why + "; run `" + kPrepareImageHint + "` to (re)build it", 2);
 }
 
 void check_split_name(const std::string& split) {
@@ -21,122 +29,160 @@ void check_split_name(const std::string& split) {
     throw UserError("unknown dataset split '" + split + "' (expected \"train\" or \"eval\")");
 }
 
-// Everything but the pixels: validated shape and attributes of one split.
-struct SplitInfo {
+std::string dataset_name(const std::string& split, const char* dataset) { return "/" + split + "/" + dataset; }
+
+struct SplitShape {
   int64_t n = 0;
   int h = 0, w = 0, c = 0;
-  int num_classes = 0;
-  double mean = 0.0, std = 1.0;
+  bool same_sample_shape(const SplitShape& o) const { return h == o.h && w == o.w && c == o.c; }
+  std::string sample_text() const { return std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c); }
 };
 
-SplitInfo read_info(hid_t file, const std::string& path, const std::string& split, hid_t images, hid_t labels) {
-  SplitInfo s;
-  std::string format = h5_read_attr_str(file, layout::kAttrFormat);
-  if (format != layout::kFormatName)
-    bad_file(path, "format attribute is '" + format + "', expected '" + layout::kFormatName + "'");
-  int64_t version = h5_read_attr_i64(file, layout::kAttrFormatVersion);
-  if (version != layout::kFormatVersion)
-    bad_file(path, "format version " + std::to_string(version) + ", this build reads version " +
-                       std::to_string(layout::kFormatVersion));
-  int64_t classes = h5_read_attr_i64(file, layout::kAttrNumClasses);
-  if (classes < 1 || classes > (1 << 20)) bad_file(path, "num_classes " + std::to_string(classes) + " is invalid");
-  s.num_classes = static_cast<int>(classes);
+// Everything of a prepared file but its pixels and label values, checked.
+struct ImageFileInfo {
+  int num_classes = 0;
+  double mean = 0.0, std = 1.0;
+  SplitShape train, eval;
+};
+
+// One split: uint8 images [N,H,W,C] and int32 labels [N] that the file really holds, sizes within
+// bounds, and the split's count/height/width/channels attributes equal to those extents.
+SplitShape inspect_split(hid_t file, const std::string& path, const std::string& split) {
+  const std::string images_name = dataset_name(split, layout::kImages);
+  const std::string labels_name = dataset_name(split, layout::kLabels);
+  const std::vector<hsize_t> images = h5_int_dataset_extents(file, images_name, 1, false, 4);
+  const std::vector<hsize_t> labels = h5_int_dataset_extents(file, labels_name, 4, true, 1);
+  if (images[0] != labels[0])
+    bad_file(path, images_name + " has " + std::to_string(images[0]) + " images but " + labels_name + " has " +
+                       std::to_string(labels[0]) + " labels");
+  const hsize_t bounds[4] = {kMaxSamples, kMaxSide, kMaxSide, kMaxChannels};
+  for (int d = 0; d < 4; ++d)
+    if (images[d] > bounds[d] || (d > 0 && images[d] < 1))
+      bad_file(path, images_name + " dimension " + std::to_string(d) + " is " + std::to_string(images[d]) +
+                         ", outside [" + (d > 0 ? "1" : "0") + ", " + std::to_string(bounds[d]) + "]");
+  // Readers of the layout may trust these attributes, so they must say what the datasets hold.
+  H5Id group(H5_CHECK(H5Gopen2(file, ("/" + split).c_str(), H5P_DEFAULT)));
+  const std::pair<const char*, hsize_t> attrs[] = {{layout::kAttrCount, images[0]},
+                                                   {layout::kAttrHeight, images[1]},
+                                                   {layout::kAttrWidth, images[2]},
+                                                   {layout::kAttrChannels, images[3]}};
+  for (const auto& [name, extent] : attrs) {
+    const int64_t v = h5_read_attr_i64(group, name);
+    if (v < 0 || static_cast<hsize_t>(v) != extent)
+      bad_file(path, "/" + split + " attribute " + name + " is " + std::to_string(v) + " but " + images_name +
+                         " holds " + std::to_string(extent));
+  }
+  return {static_cast<int64_t>(images[0]), static_cast<int>(images[1]), static_cast<int>(images[2]),
+          static_cast<int>(images[3])};
+}
+
+ImageFileInfo inspect_file(hid_t file, const std::string& path) {
+  ImageFileInfo f;
+  f.train = inspect_split(file, path, layout::kTrain);
+  f.eval = inspect_split(file, path, layout::kEval);
+  // The model, its arena and the evaluation buffers are sized for the training samples.
+  if (!f.eval.same_sample_shape(f.train))
+    bad_file(path, dataset_name(layout::kEval, layout::kImages) + " samples are " + f.eval.sample_text() + " but " +
+                       dataset_name(layout::kTrain, layout::kImages) + " samples are " + f.train.sample_text() +
+                       "; both splits must have one sample shape");
+
+  h5_check_layout_format(file);
+  f.num_classes = static_cast<int>(h5_read_attr_i64_within(file, layout::kAttrNumClasses, 2, kMaxClasses));
 
   H5Id train(H5_CHECK(H5Gopen2(file, "/train", H5P_DEFAULT)));
-  s.mean = h5_read_attr_f64(train, layout::kAttrMean);
-  s.std = h5_read_attr_f64(train, layout::kAttrStd);
-  if (!(s.std > 0.0) || !(s.mean >= 0.0 && s.mean <= 1.0))
-    bad_file(path, "/train mean/std attributes are invalid");
+  f.mean = h5_read_attr_f64(train, layout::kAttrMean);
+  f.std = h5_read_attr_f64(train, layout::kAttrStd);
+  // Pixel statistics in [0,1] units: the mean lies in [0, 1] and the deviation in (0, 1].
+  if (!(f.mean >= 0.0 && f.mean <= 1.0) || !(f.std > 0.0 && f.std <= 1.0))
+    bad_file(path, "/train attributes mean " + std::to_string(f.mean) + " and std " + std::to_string(f.std) +
+                       " are not pixel statistics (mean in [0, 1], std in (0, 1])");
+  return f;
+}
 
-  H5Id ispace(H5_CHECK(H5Dget_space(images)));
-  H5Id lspace(H5_CHECK(H5Dget_space(labels)));
-  hsize_t idims[4] = {0, 0, 0, 0}, ldims[1] = {0};
-  if (H5_CHECK(H5Sget_simple_extent_ndims(ispace)) != 4) bad_file(path, "/" + split + "/images is not [N,H,W,C]");
-  if (H5_CHECK(H5Sget_simple_extent_ndims(lspace)) != 1) bad_file(path, "/" + split + "/labels is not [N]");
-  H5_CHECK(H5Sget_simple_extent_dims(ispace, idims, nullptr));
-  H5_CHECK(H5Sget_simple_extent_dims(lspace, ldims, nullptr));
-  if (idims[0] != ldims[0])
-    bad_file(path, "/" + split + " has " + std::to_string(idims[0]) + " images but " + std::to_string(ldims[0]) +
-                       " labels");
-  for (int d = 1; d < 4; ++d)
-    if (idims[d] < 1 || idims[d] > 65536) bad_file(path, "/" + split + "/images has an invalid shape");
-  H5Id itype(H5_CHECK(H5Dget_type(images)));
-  H5Id ltype(H5_CHECK(H5Dget_type(labels)));
-  if (H5_CHECK(H5Tget_class(itype)) != H5T_INTEGER || H5_CHECK(H5Tget_class(ltype)) != H5T_INTEGER)
-    bad_file(path, "/" + split + " images/labels are not integer datasets");
-  s.n = static_cast<int64_t>(idims[0]);
-  s.h = static_cast<int>(idims[1]);
-  s.w = static_cast<int>(idims[2]);
-  s.c = static_cast<int>(idims[3]);
-  return s;
+// Rows [begin, begin+count) of dataset `name`, converted to mem_type, into out (which has room
+// for count whole rows). The caller has checked the range against the dataset's extents.
+void read_rows(hid_t file, const std::string& name, int64_t begin, int64_t count, hid_t mem_type, void* out) {
+  if (count == 0) return;
+  H5Id ds(H5_CHECK(H5Dopen2(file, name.c_str(), H5P_DEFAULT)));
+  H5Id fspace(H5_CHECK(H5Dget_space(ds)));
+  const int rank = H5_CHECK(H5Sget_simple_extent_ndims(fspace));
+  std::vector<hsize_t> start(static_cast<size_t>(rank), 0), extent(static_cast<size_t>(rank), 0);
+  H5_CHECK(H5Sget_simple_extent_dims(fspace, extent.data(), nullptr));
+  start[0] = static_cast<hsize_t>(begin);
+  extent[0] = static_cast<hsize_t>(count);
+  H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr));
+  H5Id mspace(H5_CHECK(H5Screate_simple(rank, extent.data(), nullptr)));
+  H5_CHECK(H5Dread(ds, mem_type, mspace, fspace, H5P_DEFAULT, out));
+}
+
+// A label outside [0, classes) would index past the logits.
+void check_labels(const std::string& path, const std::string& split, const std::vector<int32_t>& labels,
+                  int64_t first_row, int classes) {
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] < 0 || labels[i] >= classes)
+      bad_file(path, dataset_name(split, layout::kLabels) + " holds label " + std::to_string(labels[i]) +
+                         " at row " + std::to_string(first_row + static_cast<int64_t>(i)) + ", outside [0, " +
+                         std::to_string(classes) + ")");
+}
+
+// Runs read(file) on the opened file with HDF5 quiet; every HDF5 failure becomes a UserError
+// naming the file and the prepare command.
+template <class Read>
+auto with_image_file(const std::string& path, Read read) {
+  H5Quiet quiet;
+  try {
+    H5Id file = h5_open_prepared(path);
+    return read(file.get());
+  } catch (const H5LayoutError& e) {
+    bad_file(path, e.what());
+  } catch (const H5Error& e) {
+    bad_file(path, std::string("cannot be read (corrupt or truncated?): ") + e.what());
+  }
 }
 
 ImageSplit load_rows(const std::string& path, const std::string& split, int64_t begin, int64_t count, bool whole) {
   check_split_name(split);
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) bad_file(path, "file not found");
-  if (!std::filesystem::is_regular_file(path, ec)) bad_file(path, "is not a regular file");
-
-  H5Quiet quiet;
-  ImageSplit out;
-  try {
-    if (H5Fis_hdf5(path.c_str()) <= 0) {
-      H5Eclear2(H5E_DEFAULT);
-      bad_file(path, "is not an HDF5 file (or cannot be read)");
-    }
-    H5Id file(H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
-    const std::string images_path = "/" + split + "/" + layout::kImages;
-    const std::string labels_path = "/" + split + "/" + layout::kLabels;
-    if (!h5_has_path(file, "/train")) bad_file(path, "has no /train group");
-    if (!h5_has_path(file, images_path)) bad_file(path, "has no " + images_path + " dataset");
-    if (!h5_has_path(file, labels_path)) bad_file(path, "has no " + labels_path + " dataset");
-    H5Id images(H5_CHECK(H5Dopen2(file, images_path.c_str(), H5P_DEFAULT)));
-    H5Id labels(H5_CHECK(H5Dopen2(file, labels_path.c_str(), H5P_DEFAULT)));
-    SplitInfo s = read_info(file, path, split, images, labels);
-
+  return with_image_file(path, [&](hid_t file) {
+    const ImageFileInfo info = inspect_file(file, path);
+    const SplitShape& s = split == layout::kTrain ? info.train : info.eval;
     if (whole) {
       begin = 0;
       count = s.n;
     }
     if (begin < 0 || count < 0 || begin > s.n || count > s.n - begin)
-      throw UserError("dataset " + path + ": rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) +
-                      ") are outside /" + split + " (" + std::to_string(s.n) + " samples)");
-
+      // Named by begin and count: begin + count may overflow.
+      throw UserError("dataset " + path + ": " + std::to_string(count) + " rows from row " + std::to_string(begin) +
+                      " are outside /" + split + " (" + std::to_string(s.n) + " samples)");
+    ImageSplit out;
     out.count = count;
     out.h = s.h;
     out.w = s.w;
     out.c = s.c;
-    out.num_classes = s.num_classes;
-    out.mean = static_cast<float>(s.mean);
-    out.std = static_cast<float>(s.std);
-    const size_t per = static_cast<size_t>(s.h) * s.w * s.c;
-    out.pixels.resize(static_cast<size_t>(count) * per);
+    out.num_classes = info.num_classes;
+    out.mean = static_cast<float>(info.mean);
+    out.std = static_cast<float>(info.std);
+    // Within what the file holds: inspect_file checked the extents against its stored bytes.
+    out.pixels.resize(static_cast<size_t>(count) * s.h * s.w * s.c);
     out.labels.resize(static_cast<size_t>(count));
-    if (count > 0) {
-      hsize_t start[4] = {static_cast<hsize_t>(begin), 0, 0, 0};
-      hsize_t extent[4] = {static_cast<hsize_t>(count), static_cast<hsize_t>(s.h), static_cast<hsize_t>(s.w),
-                           static_cast<hsize_t>(s.c)};
-      H5Id ifile(H5_CHECK(H5Dget_space(images)));
-      H5_CHECK(H5Sselect_hyperslab(ifile, H5S_SELECT_SET, start, nullptr, extent, nullptr));
-      H5Id imem(H5_CHECK(H5Screate_simple(4, extent, nullptr)));
-      H5_CHECK(H5Dread(images, H5T_NATIVE_UINT8, imem, ifile, H5P_DEFAULT, out.pixels.data()));
-
-      H5Id lfile(H5_CHECK(H5Dget_space(labels)));
-      H5_CHECK(H5Sselect_hyperslab(lfile, H5S_SELECT_SET, start, nullptr, extent, nullptr));
-      H5Id lmem(H5_CHECK(H5Screate_simple(1, extent, nullptr)));
-      H5_CHECK(H5Dread(labels, H5T_NATIVE_INT32, lmem, lfile, H5P_DEFAULT, out.labels.data()));
-    }
-  } catch (const H5Error& e) {
-    bad_file(path, std::string("cannot be read (corrupt or truncated?): ") + e.what());
-  }
-  for (int64_t i = 0; i < out.count; ++i)
-    if (out.labels[i] < 0 || out.labels[i] >= out.num_classes)
-      bad_file(path, "/" + split + " label " + std::to_string(out.labels[i]) + " at row " +
-                         std::to_string(begin + i) + " is outside [0, " + std::to_string(out.num_classes) + ")");
-  return out;
+    read_rows(file, dataset_name(split, layout::kImages), begin, count, H5T_NATIVE_UINT8, out.pixels.data());
+    read_rows(file, dataset_name(split, layout::kLabels), begin, count, H5T_NATIVE_INT32, out.labels.data());
+    check_labels(path, split, out.labels, begin, out.num_classes);
+    return out;
+  });
 }
 
 }  // namespace
+
+void check_image_dataset(const std::string& h5_path) {
+  with_image_file(h5_path, [&](hid_t file) {
+    const ImageFileInfo info = inspect_file(file, h5_path);
+    for (const auto& [split, shape] : {std::pair{layout::kTrain, info.train}, std::pair{layout::kEval, info.eval}}) {
+      std::vector<int32_t> labels(static_cast<size_t>(shape.n));
+      read_rows(file, dataset_name(split, layout::kLabels), 0, shape.n, H5T_NATIVE_INT32, labels.data());
+      check_labels(h5_path, split, labels, 0, info.num_classes);
+    }
+  });
+}
 
 ImageSplit load_image_split(const std::string& h5_path, const std::string& split) {
   return load_rows(h5_path, split, 0, 0, /*whole=*/true);

@@ -21,9 +21,18 @@ struct ImageSplit {
   std::vector<int32_t> labels;  // count, each in [0, num_classes)
 };
 
-// Loads a whole split ("train" or "eval") into memory. Throws UserError naming the path and
-// kPrepareImageHint when the file is missing, not HDF5, corrupt or truncated, or lacks a dataset
-// or attribute; UserError for an unknown split name. HDF5 prints nothing.
+// Checks a prepared file without reading its pixels, as a run does before it writes anything:
+// it is HDF5 in the layout of datasets/README.md; both splits hold uint8 images [N,H,W,C] and
+// int32 labels [N] with one N, stored in full (no header claims more than the file holds), within
+// sane bounds and matching their attributes; the eval samples have the training samples' shape;
+// num_classes >= 2, the training mean and std are pixel statistics, and every label lies in
+// [0, num_classes). UserError (exit code 2) naming the path, the dataset or attribute at fault and
+// kPrepareImageHint. HDF5 prints nothing.
+void check_image_dataset(const std::string& h5_path);
+
+// Loads a whole split ("train" or "eval") into memory, after the checks of check_image_dataset
+// but for the other split's labels, so the split it returns is safe to use with the other one.
+// The same errors; UserError for an unknown split name.
 ImageSplit load_image_split(const std::string& h5_path, const std::string& split);
 
 // Loads rows [begin, begin+count) of a split with a hyperslab read: the reference-scale path,

@@ -59,8 +59,14 @@ struct MovieLensData {
   std::vector<int32_t> eval_negs;       // [U * eval_negatives]
 };
 
-// Loads and validates a prepared file (benchmark "ncf", the given scale, ids in range).
-// UserError naming the file and the prepare command when missing or malformed.
+// Loads and validates a prepared file: HDF5 in the mlperf-dist layout, benchmark "ncf", the given
+// scale; num_users, num_items and eval_negatives within bounds (ids are int32; eval_negatives <
+// num_items; num_items no more than the file's ratings); every dataset above int32 with the
+// extents those attributes give, stored in full; every id in range. UserError (exit code 2) naming
+// the file, the dataset or attribute at fault and the prepare command.
 MovieLensData load_movielens(const std::string& path, const std::string& scale);
+
+// The same checks without keeping the data: what a run calls before it writes anything.
+void check_movielens(const std::string& path, const std::string& scale);
 
 }  // namespace mlpd

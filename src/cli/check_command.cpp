@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <exception>
 
 #include "cli/commands.h"
 #include "mlperf/check.h"
@@ -18,7 +19,13 @@ void add_check_command(CLI::App& app, CheckArgs& a) {
 int run_check_command(const CheckArgs& a) {
   int bad = 0;
   for (const std::string& f : a.files) {
-    CheckReport rep = check_result_file(f, &find_benchmark_spec);
+    CheckReport rep;
+    try {
+      rep = check_result_file(f, &find_benchmark_spec);
+    } catch (const std::exception& e) {  // a bug the file exposed: that file fails, the others are still checked
+      rep.errors = {std::string("internal error: ") + e.what()};
+      rep.summary = f + ": FAILED (internal error)";
+    }
     for (const std::string& w : rep.warnings) std::printf("%s: warning: %s\n", f.c_str(), w.c_str());
     for (const std::string& e : rep.errors) std::printf("%s: error: %s\n", f.c_str(), e.c_str());
     std::printf("%s\n", rep.summary.c_str());  // names the file and says PASSED or FAILED

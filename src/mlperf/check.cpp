@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
+#include <string_view>
 
 #include "core/check.h"
 #include "mlperf/keys.h"
@@ -21,6 +24,14 @@ using namespace keys;
 
 constexpr const char* kToken = ":::MLLOG ";
 constexpr double kInitLimitMs = 20 * 60 * 1e3;  // 0.7.0 common.yaml: init_stop within 20 min
+// Limits on one line, checked before it is parsed. Our longest lines (the resolved config) are a
+// few KiB and nest 3 levels; every copy, comparison or dump of a parsed nlohmann::json value
+// recurses once per level, so a line nested 300,000 deep overflowed the stack.
+constexpr size_t kMaxLineBytes = size_t{1} << 20;
+constexpr int kMaxJsonDepth = 32;
+// 2^53: beyond it a JSON number is no longer an exact integer, and the checks' sums of epoch
+// numbers (n + 1, first + count) stay far from int64 overflow.
+constexpr double kMaxExactInteger = 9007199254740992.0;
 
 struct Ev {
   int line;
@@ -50,13 +61,15 @@ std::string fmt(double x) {
   return b;
 }
 
-// Integer metadata field, or nullopt (absent or not an integer).
+// Integer metadata field, or nullopt (absent, not a whole number, or beyond kMaxExactInteger:
+// casting 1e300 would be UB).
 std::optional<int64_t> meta_int(const Ev& e, const char* field) {
   if (!e.metadata.contains(field)) return std::nullopt;
   const auto& v = e.metadata.at(field);
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>()) return static_cast<int64_t>(v.get<double>());
-  return std::nullopt;
+  if (!v.is_number()) return std::nullopt;
+  const double d = v.get<double>();
+  if (!(std::fabs(d) <= kMaxExactInteger) || std::nearbyint(d) != d) return std::nullopt;
+  return v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(d);
 }
 
 struct Checker {
@@ -141,7 +154,9 @@ struct Checker {
       if (open_block) error(at(e) + "block_start inside block " + std::to_string(*open_block));
       open_block = *first;
       accuracy_printed = true;
-      last_covered = std::max(last_covered, *first + *count - 1);
+      // The last epoch a block covers, saturated: a hostile first_epoch_num + epoch_count may overflow.
+      if (int64_t last = 0; *count > 0)
+        last_covered = std::max(last_covered, __builtin_add_overflow(*first, *count - 1, &last) ? INT64_MAX : last);
     } else if (k == kBlockStop) {
       auto first = meta_int(e, kFirstEpochNum);
       if (!first) return error(at(e) + "block_stop without integer metadata first_epoch_num");
@@ -188,15 +203,65 @@ struct Checker {
   }
 };
 
+// Whether JSON text nests arrays and objects deeper than kMaxJsonDepth, counting brackets outside
+// strings: linear, without parsing. Past a syntax error the count may be off, but the parser
+// stops there anyway.
+bool nested_too_deep(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (ch == '\\')
+        escaped = true;
+      else if (ch == '"')
+        in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+struct RepeatedKey : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Parses JSON that must not repeat a key within one object: the parser would silently keep the
+// last value, so a line could say two things and be read as either. Throws json::exception on
+// malformed JSON (parse_error; out_of_range for a number like 1e999), RepeatedKey on a repeat.
+json parse_without_repeated_keys(std::string_view text) {
+  std::vector<std::set<std::string>> keys_of_open_objects;
+  return json::parse(text, [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys_of_open_objects.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      keys_of_open_objects.pop_back();
+    } else if (event == json::parse_event_t::key) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!keys_of_open_objects.back().insert(key).second)
+        throw RepeatedKey("key '" + key + "' appears twice in one object");
+    }
+    return true;
+  });
+}
+
 bool parse_line(const std::string& text, int lineno, std::vector<Ev>& out, CheckReport& r) {
   size_t p = text.rfind(kToken);  // like the official parser: anything before the last token is dropped
   if (p == std::string::npos) return false;
-  std::string body = text.substr(p + std::string(kToken).size());
+  const std::string_view body = std::string_view(text).substr(p + std::string_view(kToken).size());
   std::string where = "line " + std::to_string(lineno) + ": ";
+  if (nested_too_deep(body))
+    return r.errors.push_back(where + "MLLOG JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"), true;
   json j;
   try {
-    j = json::parse(body);
-  } catch (const json::parse_error& e) {
+    j = parse_without_repeated_keys(body);
+  } catch (const std::exception& e) {
     r.errors.push_back(where + "malformed MLLOG JSON (" + e.what() + ")");
     return true;
   }
@@ -205,6 +270,7 @@ bool parse_line(const std::string& text, int lineno, std::vector<Ev>& out, Check
     if (!j.contains(f)) return r.errors.push_back(where + "MLLOG line has no field '" + f + "'"), true;
   if (!j["time_ms"].is_number() || j["time_ms"].is_boolean())
     return r.errors.push_back(where + "time_ms is not a number"), true;
+  if (j["time_ms"].get<double>() < 0) return r.errors.push_back(where + "time_ms is negative"), true;
   if (!j["key"].is_string()) return r.errors.push_back(where + "key is not a string"), true;
   if (!j["event_type"].is_string()) return r.errors.push_back(where + "event_type is not a string"), true;
   if (!j["metadata"].is_object()) return r.errors.push_back(where + "metadata is not an object"), true;
@@ -219,19 +285,53 @@ bool parse_line(const std::string& text, int lineno, std::vector<Ev>& out, Check
   return true;
 }
 
+enum class LineRead { Line, TooLong, End };
+
+// Reads one line, without its '\n'. A line longer than kMaxLineBytes is read to its end but not
+// kept: a file of junk without newlines costs time, never memory.
+LineRead read_line(std::streambuf& in, std::string& line) {
+  line.clear();
+  bool too_long = false;
+  for (int ch = in.sbumpc();; ch = in.sbumpc()) {
+    if (ch == std::char_traits<char>::eof())
+      return too_long ? LineRead::TooLong : line.empty() ? LineRead::End : LineRead::Line;
+    if (ch == '\n') return too_long ? LineRead::TooLong : LineRead::Line;
+    if (too_long) continue;
+    if (line.size() == kMaxLineBytes) {
+      too_long = true;
+      line.clear();
+      continue;
+    }
+    line.push_back(static_cast<char>(ch));
+  }
+}
+
+CheckReport unreadable(const std::string& path, const std::string& why) {
+  CheckReport r;
+  r.errors.push_back(why);
+  r.summary = path + ": FAILED (" + why + ")";
+  return r;
+}
+
 }  // namespace
 
 CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lookup) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return unreadable(path, "cannot open " + path);
+  if (!std::filesystem::is_regular_file(path, ec)) return unreadable(path, path + " is not a regular file");
+  std::filebuf in;
+  if (!in.open(path, std::ios::in | std::ios::binary)) return unreadable(path, "cannot open " + path);
   CheckReport r;
-  std::ifstream in(path);
-  if (!in) {
-    r.errors.push_back("cannot open " + path);
-    r.summary = path + ": FAILED (cannot open)";
-    return r;
-  }
   std::vector<Ev> evs;
   std::string text;
-  for (int lineno = 1; std::getline(in, text); ++lineno) parse_line(text, lineno, evs, r);
+  int lineno = 1;
+  for (LineRead got; (got = read_line(in, text)) != LineRead::End; ++lineno) {
+    if (got == LineRead::TooLong)
+      r.errors.push_back("line " + std::to_string(lineno) + ": longer than " + std::to_string(kMaxLineBytes) +
+                         " bytes, not read");
+    else
+      parse_line(text, lineno, evs, r);
+  }
   if (evs.empty()) r.errors.push_back("no :::MLLOG lines");
 
   // ---- occurrences ----
@@ -275,9 +375,14 @@ CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lo
   r.benchmark = str_of(kSubmissionBenchmark);
   r.scale = "reference";
   if (const Ev* e = first(kSubmissionBenchmark)) {
+    // Not a string, it would otherwise skip every check that needs the benchmark's spec.
+    if (!e->value.is_string()) r.errors.push_back(at(*e) + "submission_benchmark value is not a string");
     if (e->metadata.contains(kScale)) {
       const auto& s = e->metadata.at(kScale);
-      r.scale = s.is_string() ? s.get<std::string>() : s.dump();
+      if (s.is_string())
+        r.scale = s.get<std::string>();
+      else
+        r.errors.push_back(at(*e) + "submission_benchmark metadata scale is not a string");
     }
     if (std::find(std::begin(kOfficialBenchmarks), std::end(kOfficialBenchmarks), r.benchmark) ==
         std::end(kOfficialBenchmarks))
@@ -304,17 +409,28 @@ CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lo
       lowered = *target;
       lowered.target = e->metadata.at(kTestTarget).get<double>();
       target = &lowered;
+    } else {
+      r.errors.push_back(at(*e) + "test_target is not a number");
     }
   }
 
   // ---- order ----
   Checker c(r);
   for (const auto& e : evs) c.order(e);
-  for (size_t i = 1; i < evs.size(); ++i)
-    if (evs[i].time_ms < evs[i - 1].time_ms) {
+  // The result is run_stop - run_start, so inside that region time must not go backwards; outside
+  // it a clock step is only suspicious.
+  bool warned_backwards = false;
+  for (size_t i = 1; i < evs.size(); ++i) {
+    if (evs[i].time_ms >= evs[i - 1].time_ms) continue;
+    const bool timed = c.run_start_ev && &evs[i - 1] >= c.run_start_ev && (!c.run_stop_ev || &evs[i] <= c.run_stop_ev);
+    if (timed) {
+      r.errors.push_back(at(evs[i]) + "time_ms goes backwards inside run_start..run_stop (" + fmt(evs[i - 1].time_ms) +
+                         " ms, then " + fmt(evs[i].time_ms) + " ms)");
+    } else if (!warned_backwards) {
       r.warnings.push_back(at(evs[i]) + "time_ms goes backwards");
-      break;
+      warned_backwards = true;
     }
+  }
 
   // ---- dataset sizes ----
   if (target) {
@@ -348,6 +464,10 @@ CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lo
     r.warnings.push_back("run aborted: not a converged result");
     if (reached) r.warnings.push_back("run aborted although the last eval_accuracy reached the target");
   }
+
+  // ---- a resumed run (train --resume): its timed region did not start from scratch ----
+  if (const Ev* e = first(kMlpdResumedFrom))
+    r.errors.push_back(at(*e) + "the run was resumed from a checkpoint: not a valid MLPerf result");
 
   // ---- closed division: the hyperparameters ----
   if (r.division == kClosed && spec && target) {

@@ -30,6 +30,10 @@ struct CheckReport {
 
 // `lookup` gives the benchmark's spec (metric range and direction, targets, rules) by the name the
 // log's submission_benchmark carries; an unknown benchmark is an error.
+// Hostile content is an error in the report, never an exception or a crash: a file that is not a
+// readable regular file; a line over 1 MiB or nested deeper than 32 levels (refused unparsed);
+// malformed JSON, a key repeated within one object, a value or metadata field of the wrong type;
+// a negative time_ms, or time going backwards between run_start and run_stop.
 CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lookup);
 
 }  // namespace mlpd

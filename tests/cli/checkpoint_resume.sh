@@ -19,6 +19,10 @@ grep -q "resumed from" "$WORK/out.txt" || fail "the resume is not announced"
 cmp "$WORK/full.bin" "$WORK/resumed.bin" || fail "resumed parameters differ from the uninterrupted run"
 diff <(awk '$1 > 10' "$WORK/full.loss") "$WORK/resumed.loss" || fail "resumed losses differ"
 log=$(grep -l mlperf_dist_resumed_from "$WORK"/res/t/resnet/result_*.txt) || fail "the resumed log does not say so"
+set +e
+"$BIN" check "$log" > "$WORK/c.txt" 2>&1
+set -e
+grep -q "resumed from a checkpoint: not a valid MLPerf result" "$WORK/c.txt" || fail "check accepts a resumed run: $(cat "$WORK/c.txt")"
 # Control: resuming from an earlier checkpoint state must differ (the comparison can fail).
 expect_rc 3 train --max-steps 23 --resume "$WORK/ck" --dump-params "$WORK/short.bin"
 ! cmp -s "$WORK/full.bin" "$WORK/short.bin" || fail "control: 23 steps gave the parameters of 24"

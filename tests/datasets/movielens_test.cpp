@@ -13,33 +13,19 @@
 
 #include "core/check.h"
 #include "datasets/movielens.h"
+#include "temp_dir.h"
 
 using namespace mlpd;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct ScratchDir {
-  fs::path path;
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() / ("mlpd_movielens_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
 // Users 5, 10, 20, 30; items 100..500 and 600..609.
 //   user 10: 100@5, 200@7, 300@7      -> tie at 7: the larger item (300) is held out
 //   user 20: 200@1, 100@9             -> 100 held out
 //   user 5:  400@3, 100@2, 500@1, 100@0 (a repeat: 100 counts once, at 2) -> 400 held out
 //   user 30: 600..609 at 1..10        -> 609 held out
-std::string write_csv(const ScratchDir& d, const std::string& name = "ratings.csv") {
+std::string write_csv(const TempDir& d, const std::string& name = "ratings.csv") {
   std::ofstream f(d / name);
   f << "\"userId\",\"movieId\",\"rating\",\"timestamp\"\n";
   f << "10,100,4.0,5\n10,200,3.5,7\n10,300,1,7\n";
@@ -58,7 +44,7 @@ MovieLensOptions opts(int negatives) {
 }
 
 TEST(MovieLens, CountsLeaveOneOutAndRenumbering) {
-  ScratchDir d;
+  TempDir d;
   const std::string csv = write_csv(d), out = d / "ncf.h5";
   PreparedRatings r = prepare_movielens(csv, out, opts(4));
   EXPECT_EQ(r.ratings, 19);
@@ -83,7 +69,7 @@ TEST(MovieLens, CountsLeaveOneOutAndRenumbering) {
 }
 
 TEST(MovieLens, NegativesAreDistinctNeverRatedAndFixedBySeed) {
-  ScratchDir d;
+  TempDir d;
   const std::string csv = write_csv(d);
   prepare_movielens(csv, d / "a.h5", opts(4));
   prepare_movielens(csv, d / "b.h5", opts(4));
@@ -111,7 +97,7 @@ TEST(MovieLens, NegativesAreDistinctNeverRatedAndFixedBySeed) {
 }
 
 TEST(MovieLens, ErrorsNameTheProblem) {
-  ScratchDir d;
+  TempDir d;
   const std::string csv = write_csv(d);
   try {
     prepare_movielens(csv, d / "x.h5", opts(6));  // user 30 leaves only 5 unrated items

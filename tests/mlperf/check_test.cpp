@@ -232,5 +232,113 @@ TEST(Check, missing_file_is_an_error_not_a_crash) {
   EXPECT_FALSE(r.errors.empty());
 }
 
+// ---- hostile logs: each is an error for its line or file, never a crash or a pass ----
+
+// The log at `path` fails the check with an error containing `part`.
+void expect_fails_with(const std::string& path, const std::string& part) {
+  CheckReport r = check_result_file(path, &find_benchmark_spec);
+  EXPECT_FALSE(r.ok) << all(r);
+  EXPECT_TRUE(has_error(r, part)) << all(r);
+}
+
+// A point-in-time line of `key` with the raw JSON `value` text, at time 0.
+std::string raw_line(const std::string& key, const std::string& value) {
+  return ":::MLLOG {\"namespace\": \"\", \"time_ms\": 0, \"event_type\": \"POINT_IN_TIME\", \"key\": \"" + key +
+         "\", \"value\": " + value + ", \"metadata\": {}}";
+}
+
+TEST(CheckHostile, a_line_nested_deeper_than_the_limit_is_an_error_not_a_crash) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  const int depth = 600000;  // 300000 levels in 600 KB: enough to overflow the stack of a recursive parser
+  edit_lines(path, [&](std::vector<std::string>& lines) {
+    lines.push_back(raw_line("weight_decay", std::string(depth / 2, '[') + std::string(depth / 2, ']')));
+  });
+  expect_fails_with(path, "nested deeper than 32");
+}
+
+TEST(CheckHostile, a_line_longer_than_1_MiB_is_an_error) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  edit_lines(path, [](std::vector<std::string>& lines) {
+    lines.push_back(raw_line(kSubmissionPocName, "\"" + std::string(2 << 20, 'x') + "\""));
+  });
+  expect_fails_with(path, "longer than 1048576 bytes");
+}
+
+TEST(CheckHostile, a_number_beyond_double_range_is_an_error_for_its_line) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  size_t line = 0;
+  edit_lines(path, [&](std::vector<std::string>& lines) {
+    lines.push_back(":::MLLOG {\"namespace\": \"\", \"time_ms\": 1e999, \"event_type\": \"POINT_IN_TIME\", "
+                    "\"key\": \"weight_decay\", \"value\": 1, \"metadata\": {}}");
+    line = lines.size();
+  });
+  expect_fails_with(path, "line " + std::to_string(line) + ": malformed MLLOG JSON");
+}
+
+TEST(CheckHostile, a_key_repeated_in_one_line_is_an_error) {
+  LogSpec s = mini_spec();
+  s.final_accuracy = 0.5;  // below the target, unless the repeated value is believed
+  std::string path = write_log(scratch_dir(), s);
+  edit_log(path, [](json&) {});  // compact lines, keys in order: "value" is last
+  edit_lines(path, [](std::vector<std::string>& lines) {
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+      if (it->find("\"key\":\"eval_accuracy\"") != std::string::npos) {
+        it->insert(it->size() - 1, ",\"value\":0.95");
+        break;
+      }
+  });
+  expect_fails_with(path, "key 'value' appears twice");
+}
+
+TEST(CheckHostile, an_epoch_num_beyond_exact_integers_is_not_an_integer) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  edit_log(path, [](json& j) {
+    if (j["key"] == kEpochStart && j["metadata"][kEpochNum] == 2) j["metadata"][kEpochNum] = 1e300;
+  });
+  expect_fails_with(path, "epoch_start without integer metadata epoch_num");
+}
+
+TEST(CheckHostile, a_submission_value_of_the_wrong_type_is_an_error_not_skipped) {
+  LogSpec s = mini_spec();
+  s.final_accuracy = 0.5;  // below the target: only a skipped benchmark would let it pass
+  std::string path = write_log(scratch_dir(), s);
+  edit_log(path, [](json& j) {
+    if (j["key"] == kSubmissionBenchmark) j["value"] = json::object();
+  });
+  expect_fails_with(path, "submission_benchmark value is not a string");
+}
+
+TEST(CheckHostile, a_test_target_that_is_not_a_number_is_an_error_not_ignored) {
+  LogSpec s = mini_spec();
+  s.division = kOpen;
+  std::string path = write_log(scratch_dir(), s);
+  edit_log(path, [](json& j) {
+    if (j["key"] == kSubmissionBenchmark) j["metadata"][kTestTarget] = "low";
+  });
+  expect_fails_with(path, "test_target is not a number");
+}
+
+TEST(CheckHostile, time_going_backwards_inside_the_timed_region_fails) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  edit_log(path, [](json& j) {
+    if (j["key"] == kEpochStop && j["metadata"][kEpochNum] == 2) j["time_ms"] = j["time_ms"].get<int64_t>() - 60000;
+  });
+  expect_fails_with(path, "time_ms goes backwards inside run_start..run_stop");
+}
+
+TEST(CheckHostile, a_negative_time_fails) {
+  std::string path = write_log(scratch_dir(), mini_spec());
+  edit_log(path, [](json& j) { j["time_ms"] = j["time_ms"].get<int64_t>() - int64_t{4'000'000'000'000}; });
+  expect_fails_with(path, "time_ms is negative");
+}
+
+TEST(CheckHostile, a_directory_is_an_error_for_that_file) {
+  const std::string dir = scratch_dir();
+  CheckReport r = check_result_file(dir, &find_benchmark_spec);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(has_error(r, "is not a regular file")) << all(r);
+  EXPECT_NE(r.summary.find("FAILED"), std::string::npos) << r.summary;
+}
+
 }  // namespace
 }  // namespace mlpd

@@ -118,6 +118,17 @@ inline void edit_log(const std::string& path, const std::function<void(json&)>& 
   std::ofstream(path) << out;
 }
 
+// Rewrites the raw lines of `path` (without their newlines) through `edit`: for logs a JSON round
+// trip cannot write (a repeated key, a line too long or too deeply nested to parse).
+inline void edit_lines(const std::string& path, const std::function<void(std::vector<std::string>&)>& edit) {
+  std::istringstream in(read_text(path));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  edit(lines);
+  std::ofstream out(path);
+  for (const std::string& line : lines) out << line << "\n";
+}
+
 // Runs the official MLCommons checker; returns its exit status and output.
 struct OfficialResult {
   int status;

@@ -91,6 +91,10 @@ void prepare_ncf(const PrepareRequest& a) {
                r.ratings, r.users, r.items, r.train, r.users, r.tied_users, r.duplicates);
 }
 
+void check_ncf_data(const WorkloadContext& ctx) {
+  check_movielens(workload_data_path(ctx.data_dir, kNcf, ctx.scale), ctx.scale);
+}
+
 WorkloadEntry make_entry() {
   WorkloadEntry e;
   BenchmarkSpec& s = e.spec;
@@ -125,6 +129,7 @@ WorkloadEntry make_entry() {
                    "table exported with Rscript)";
   e.prepare = &prepare_ncf;
   e.check_config = &check_ncf_config;
+  e.check_data = &check_ncf_data;
   e.make = &make_ncf_workload;
   return e;
 }

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "datasets/fashion_mnist.h"
+#include "datasets/image_dataset.h"
 #include "mlperf/keys.h"
 #include "workloads/registry.h"
 
@@ -30,6 +31,10 @@ void prepare_resnet(const PrepareRequest& r) {
   const std::string src = r.from.empty() ? kFashionMnistDebianDir : r.from;
   spdlog::info("prepare: Fashion-MNIST from {} -> {}", src, r.output);
   prepare_fashion_mnist(src, r.output);
+}
+
+void check_resnet_data(const WorkloadContext& ctx) {
+  check_image_dataset(workload_data_path(ctx.data_dir, kResnet, ctx.scale));
 }
 
 WorkloadEntry make_entry() {
@@ -94,6 +99,7 @@ WorkloadEntry make_entry() {
   e.prepare_help = "mini: the Fashion-MNIST IDX directory (default /usr/share/datasets/fashion-mnist, Debian "
                    "package dataset-fashion-mnist)";
   e.prepare = &prepare_resnet;
+  e.check_data = &check_resnet_data;
   e.make = &make_resnet_workload;
   return e;
 }

@@ -136,6 +136,10 @@ std::unique_ptr<Workload> make_resnet_workload(const WorkloadContext& ctx, const
   const std::string path = workload_data_path(ctx.data_dir, "resnet", ctx.scale);
   s->train = load_image_split(path, "train");
   s->eval = load_image_split(path, "eval");
+  // The evaluation buffers below are sized for a training sample; the loader refuses a file whose
+  // splits differ, and an eval sample larger than that would be written past them.
+  MLPD_CHECK(s->eval.h == s->train.h && s->eval.w == s->train.w && s->eval.c == s->train.c,
+             "eval and train sample shapes differ after loading");
   s->classes = s->train.num_classes;
   f.train_samples = s->train.count;
   f.eval_samples = s->eval.count;
