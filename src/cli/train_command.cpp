@@ -77,6 +77,10 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
   c->add_option("--max-steps", o.max_steps, "Test/study hook: stop after N steps (status aborted, not a result)");
   c->add_option("--test-target", o.test_target,
                 "Test hook: replace the quality target; the log is marked division open (never a closed result)");
+  c->add_option("--test-ranks-per-node", o.comm.ranks_per_node,
+                "Test hook: the communicator treats each N consecutive ranks as one node (one machine reproduces "
+                "a multi-node reduction order)")
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--test-fail-at", o.test_fail_at,
                 "Test hook: RANK:STEP - that rank raises an error in that step (how the job ends on one rank's error)");
   c->add_option("--dump-params", o.dump_params, "Write rank 0's final parameters (raw float32) to this file");

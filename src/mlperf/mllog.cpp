@@ -44,35 +44,48 @@ void fsync_dir(const std::string& dir) {
   }
 }
 
-// Flush, fsync, close, claim result_<N>.txt. On failure returns "" and sets `err`.
+// Gives the open file `fd` the name `target` only if that name is free: a hard link to an
+// unnamed (O_TMPFILE) file, or a no-replace rename of a named temporary. 0 or the errno.
+int claim_name(const MlLog& log, int fd, const std::string& target) {
+  if (!log.anonymous) return rename_noreplace(log.tmp_path, target);
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, target.c_str(), AT_SYMLINK_FOLLOW) == 0) return 0;
+  return errno;
+}
+
+// Flush, fsync, claim result_<N>.txt, close. On failure returns "" and sets `err`; the partial log
+// is then gone (unlinked, or never named).
 std::string finish(MlLog& log, std::string& err) {
   FILE* f = log.file;
   log.file = nullptr;
   bool io_ok = std::fflush(f) == 0;
   io_ok = (::fsync(::fileno(f)) == 0) && io_ok;
-  io_ok = (std::fclose(f) == 0) && io_ok;
-  if (!io_ok) {
-    // A log that could not be written completely is never renamed to a result name.
+  std::string target;
+  int e = 0;
+  if (io_ok) {
+    for (int n = 0; n < 1000000; ++n) {
+      target = log.dir + "/result_" + std::to_string(n) + ".txt";
+      e = claim_name(log, ::fileno(f), target);
+      if (e != EEXIST) break;
+    }
+  }
+  const bool closed = std::fclose(f) == 0;
+  if (!io_ok || !closed) {
+    // A log that could not be written completely is never given a result name.
     err = "cannot write result log " + log.tmp_path + ": " + errno_text() + " (the partial log is removed)";
-    ::unlink(log.tmp_path.c_str());
+    if (!log.anonymous) ::unlink(log.tmp_path.c_str());
+    if (io_ok && e == 0) ::unlink(target.c_str());
     return "";
   }
-  for (int n = 0; n < 1000000; ++n) {
-    std::string target = log.dir + "/result_" + std::to_string(n) + ".txt";
-    int e = rename_noreplace(log.tmp_path, target);
-    if (e == 0) {
-      fsync_dir(log.dir);
-      log.final_path = target;
-      return target;
-    }
-    if (e != EEXIST) {
-      err = "cannot rename " + log.tmp_path + " to " + target + ": " + std::strerror(e);
-      ::unlink(log.tmp_path.c_str());
-      return "";
-    }
+  if (e != 0) {
+    err = e == EEXIST ? "no free result_<N>.txt name in " + log.dir
+                      : "cannot name " + log.tmp_path + " " + target + ": " + std::strerror(e);
+    if (!log.anonymous) ::unlink(log.tmp_path.c_str());
+    return "";
   }
-  err = "no free result_<N>.txt name in " + log.dir;
-  return "";
+  fsync_dir(log.dir);
+  log.final_path = target;
+  return target;
 }
 
 void write_event(MlLog& log, const char* event_type, std::string_view key, const nlohmann::json& value,
@@ -126,8 +139,8 @@ std::string format_mllog_line(int64_t time_ms, std::string_view event_type, std:
 }
 
 MlLog::MlLog(MlLog&& o) noexcept
-    : file(o.file), echo_stdout(o.echo_stdout), dir(std::move(o.dir)), tmp_path(std::move(o.tmp_path)),
-      final_path(std::move(o.final_path)) {
+    : file(o.file), echo_stdout(o.echo_stdout), anonymous(o.anonymous), dir(std::move(o.dir)),
+      tmp_path(std::move(o.tmp_path)), final_path(std::move(o.final_path)) {
   o.file = nullptr;
 }
 
@@ -137,6 +150,7 @@ MlLog& MlLog::operator=(MlLog&& o) noexcept {
     file = o.file;
     o.file = nullptr;
     echo_stdout = o.echo_stdout;
+    anonymous = o.anonymous;
     dir = std::move(o.dir);
     tmp_path = std::move(o.tmp_path);
     final_path = std::move(o.final_path);
@@ -161,14 +175,21 @@ MlLog open_mllog(bool enabled, const std::string& results_dir, const std::string
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw UserError("cannot create results directory " + dir.string() + ": " + ec.message());
-  std::string tmpl = (dir / ".result_XXXXXX.txt.tmp").string();
-  int fd = ::mkstemps(tmpl.data(), 8);  // suffix ".txt.tmp"
-  if (fd < 0) throw UserError("cannot create result log in " + dir.string() + ": " + errno_text());
+  // An unnamed file (O_TMPFILE) where the file system has them: a process killed mid-run (SIGKILL
+  // from mpirun after a rank died) leaves nothing behind. Else a named temporary.
+  std::string tmpl = (dir / "(unnamed result log)").string();
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  log.anonymous = fd >= 0;
+  if (fd < 0) {
+    tmpl = (dir / ".result_XXXXXX.txt.tmp").string();
+    fd = ::mkstemps(tmpl.data(), 8);  // suffix ".txt.tmp"
+    if (fd < 0) throw UserError("cannot create result log in " + dir.string() + ": " + errno_text());
+  }
   ::fchmod(fd, 0644);
   FILE* f = ::fdopen(fd, "w");
   if (!f) {
     ::close(fd);
-    ::unlink(tmpl.c_str());
+    if (!log.anonymous) ::unlink(tmpl.c_str());
     throw UserError("cannot open result log " + tmpl + ": " + errno_text());
   }
   log.file = f;
@@ -197,7 +218,7 @@ void discard_mllog(MlLog& log) {
   if (!log.file) return;
   std::fclose(log.file);
   log.file = nullptr;
-  ::unlink(log.tmp_path.c_str());
+  if (!log.anonymous) ::unlink(log.tmp_path.c_str());
 }
 
 std::string close_mllog(MlLog& log) {

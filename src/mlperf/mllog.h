@@ -1,10 +1,11 @@
 // MLPerf result log: `:::MLLOG {json}` lines, one per event, in the format of mlperf_logging.mllog
 // (keys in this order: namespace, time_ms, event_type, key, value, metadata{file, lineno, ...}).
 //
-// The log is written to a temporary file in results/<system>/<benchmark>/ and, when closed, given
-// the final name result_<N>.txt with N the smallest free number. The final name is claimed with an
-// atomic no-replace rename (renameat2 RENAME_NOREPLACE, falling back to link()), so an existing
-// result is never overwritten, even by a concurrent writer choosing the same N.
+// The log is written to an unnamed file (O_TMPFILE) in results/<system>/<benchmark>/ (a named
+// temporary where the file system lacks them) and, when closed, given the final name
+// result_<N>.txt with N the smallest free number, by link() (or an atomic no-replace rename):
+// an existing result is never overwritten, even by a concurrent writer choosing the same N, and a
+// process killed mid-run leaves no file at all.
 //
 // Every line is flushed as it is written. close_mllog() also fsyncs the file and the directory.
 // Only a complete log gets a result name: a write, flush or close that fails removes the temporary
@@ -25,6 +26,7 @@ namespace mlpd {
 struct MlLog {
   FILE* file = nullptr;      // null when disabled or closed
   bool echo_stdout = false;  // also print every line to stdout
+  bool anonymous = false;    // an unnamed O_TMPFILE file until close (tmp_path is then a label)
   std::string dir;           // results_dir/system/benchmark
   std::string tmp_path;      // where lines go until close
   std::string final_path;    // set by close

@@ -27,6 +27,7 @@ echo "rank 1 fails in step 3: rc=$rc in ${secs}s"
 echo "$out" | grep -q "test fault (--test-fail-at): rank 1 fails in step 3" || fail "the error is not printed: $out"
 awk -v s="$secs" 'BEGIN { exit !(s < 60) }' || fail "took ${secs}s to end the job"
 ! ls "$R"/t/resnet/result_*.txt 2>/dev/null | grep -q . || fail "a result log was written"
+! find "$R" -type f | grep -q . || fail "rank 0 was killed and left files: $(find "$R" -type f)"
 
 # Rank 0 fails mid-run: its log is complete, ending with run_stop status aborted, and never counted.
 rm -rf "$R"

@@ -50,12 +50,28 @@ TEST(MlLog, every_line_is_flushed_before_close) {
   std::string dir = scratch_dir();
   MlLog log = open_mllog(true, dir, "sys", "resnet", false);
   mllog_event(log, keys::kSeed, 7);
-  std::string text = read_text(log.tmp_path);
+  // The open log may be unnamed (O_TMPFILE): read it through its descriptor.
+  std::string text = read_text("/proc/self/fd/" + std::to_string(fileno(log.file)));
   EXPECT_NE(text.find("\"key\":\"seed\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"value\":7"), std::string::npos);
   std::string path = close_mllog(log);
   EXPECT_EQ(path, dir + "/sys/resnet/result_0.txt");
   EXPECT_EQ(read_text(path), text);
+}
+
+// A process killed while its log is open (SIGKILL after another rank died) must leave no file: the
+// open log has no name in the directory.
+TEST(MlLog, an_open_log_has_no_name_until_closed) {
+  std::string dir = scratch_dir();
+  MlLog log = open_mllog(true, dir, "sys", "resnet", false);
+  mllog_event(log, keys::kSeed, 7);
+  if (log.anonymous) {
+    EXPECT_TRUE(fs::is_empty(dir + "/sys/resnet"));
+  } else {  // a file system without O_TMPFILE: one hidden temporary, never a result name
+    for (const auto& e : fs::directory_iterator(dir + "/sys/resnet"))
+      EXPECT_EQ(e.path().filename().string().rfind(".result_", 0), 0u) << e.path();
+  }
+  EXPECT_EQ(close_mllog(log), dir + "/sys/resnet/result_0.txt");
 }
 
 TEST(MlLog, result_numbering_never_overwrites) {
@@ -69,7 +85,7 @@ TEST(MlLog, result_numbering_never_overwrites) {
   // Two logs open at once: whichever closes first takes the next free number.
   MlLog b = open_mllog(true, dir, "sys", "resnet", false);
   MlLog c = open_mllog(true, dir, "sys", "resnet", false);
-  EXPECT_NE(b.tmp_path, c.tmp_path);
+  EXPECT_NE(fileno(b.file), fileno(c.file));
   mllog_event(b, keys::kSeed, 2);
   mllog_event(c, keys::kSeed, 3);
   EXPECT_EQ(close_mllog(c), dir + "/sys/resnet/result_2.txt");
