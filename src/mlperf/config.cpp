@@ -1,5 +1,6 @@
 #include "mlperf/config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -184,17 +185,42 @@ struct Schema {
   nlohmann::json values = nlohmann::json::object();
 };
 
+// Where each document of a YAML stream starts; nothing else.
+struct DocumentStarts : YAML::EventHandler {
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 // One YAML document, never several ("---" separated): a second one would be silently ignored.
+// Documents are counted on yaml-cpp's parser rather than with YAML::LoadAll: at a ',' outside []
+// or {} yaml-cpp 0.7's parser stops advancing and yields empty documents forever, so LoadAll never
+// returns (and fills memory). A document starting where the previous one did is that case.
 YAML::Node load_one_document(const std::string& text, const std::string& where, int code) {
-  std::vector<YAML::Node> docs;
+  DocumentStarts docs;
   try {
-    docs = YAML::LoadAll(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    while (parser.HandleNextDocument(docs)) {
+      const size_t n = docs.starts.size();
+      if (n >= 2 && docs.starts[n - 1].pos == docs.starts[n - 2].pos)
+        throw UserError(where + ": invalid YAML: cannot parse past line " + std::to_string(docs.starts[n - 1].line + 1) +
+                            ", column " + std::to_string(docs.starts[n - 1].column + 1),
+                        code);
+    }
+    if (docs.starts.size() > 1)
+      throw UserError(where + ": " + std::to_string(docs.starts.size()) + " YAML documents; a config is one map", code);
+    return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw UserError(where + ": invalid YAML: " + e.what(), code);
   }
-  if (docs.size() > 1)
-    throw UserError(where + ": " + std::to_string(docs.size()) + " YAML documents; a config is one map", code);
-  return docs.empty() ? YAML::Node() : docs.front();
 }
 
 // yaml-cpp keeps every entry of a map with a repeated key; which one wins would be an accident.
