@@ -19,6 +19,7 @@
 
 #include "core/check.h"
 #include "mlperf/config.h"
+#include "mlperf/keys.h"
 #include "mlperf/rules.h"
 #include "scratch.h"
 #include "workloads/registry.h"
@@ -53,7 +54,7 @@ void expect_usage_error(const mlpd::UserError& e, const char* stage) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t pick = data[0];
-  const mlpd::WorkloadEntry& entry = mlpd::find_workload((pick & 1) ? "ncf" : "resnet");
+  const mlpd::WorkloadEntry& entry = mlpd::find_workload((pick & 1) ? mlpd::keys::kNcf : mlpd::keys::kResnet);
   const std::string scale = (pick & 2) ? "reference" : "mini";
   const int mode = (pick >> 2) & 3;
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);

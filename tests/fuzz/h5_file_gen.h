@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "datasets/h5.h"
+#include "datasets/layout.h"
+#include "mlperf/keys.h"
 
 namespace mlpd::fuzz {
 
@@ -39,15 +41,15 @@ class H5FileGen {
   std::string write(const std::string& path, const std::string& scale) {
     H5Id file(ok(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
     const bool ncf = f_.ConsumeBool();
-    attr_str(file, "format", "mlperf-dist-hdf5");
-    attr_i64(file, "format_version", 1);
-    attr_str(file, "benchmark", ncf ? "ncf" : "resnet");
-    attr_str(file, "scale", scale);
+    attr_str(file, layout::kAttrFormat, layout::kFormatName);
+    attr_i64(file, layout::kAttrFormatVersion, layout::kFormatVersion);
+    attr_str(file, layout::kAttrBenchmark, ncf ? keys::kNcf : keys::kResnet);
+    attr_str(file, layout::kAttrScale, scale);
     if (ncf)
       write_ncf(file);
     else
       write_images(file);
-    return ncf ? "ncf" : "resnet";
+    return ncf ? keys::kNcf : keys::kResnet;
   }
 
  private:
@@ -58,41 +60,42 @@ class H5FileGen {
   int64_t small(int64_t base, int64_t extra) { return base + f_.ConsumeIntegralInRange<int64_t>(0, extra); }
 
   void write_images(hid_t file) {
-    attr_i64(file, "num_classes", small(10, 6));
+    attr_i64(file, layout::kAttrNumClasses, small(10, 6));
     const hsize_t h = static_cast<hsize_t>(small(4, 3)), w = static_cast<hsize_t>(small(4, 3));
     const hsize_t c = static_cast<hsize_t>(small(1, 2));
-    for (const char* split : {"train", "eval"}) {
-      H5Id g = group(file, split);
+    for (const bool train : {true, false}) {
+      H5Id g = group(file, train ? layout::kTrain : layout::kEval);
       if (g.get() < 0) continue;
-      const int64_t n = small(std::string(split) == "train" ? 6 : 3, 9);
-      if (std::string(split) == "train") {
-        attr_f64(g, "mean", 0.29);
-        attr_f64(g, "std", 0.35);
+      const int64_t n = small(train ? 6 : 3, 9);
+      if (train) {
+        attr_f64(g, layout::kAttrMean, 0.29);
+        attr_f64(g, layout::kAttrStd, 0.35);
       }
-      attr_i64(g, "count", n);
-      attr_i64(g, "height", static_cast<int64_t>(h));
-      attr_i64(g, "width", static_cast<int64_t>(w));
-      attr_i64(g, "channels", static_cast<int64_t>(c));
-      dataset(g, "images", {static_cast<hsize_t>(n), h, w, c}, H5T_STD_U8LE, 256);
-      dataset(g, "labels", {static_cast<hsize_t>(n)}, H5T_STD_I32LE, 10);
+      attr_i64(g, layout::kAttrCount, n);
+      attr_i64(g, layout::kAttrHeight, static_cast<int64_t>(h));
+      attr_i64(g, layout::kAttrWidth, static_cast<int64_t>(w));
+      attr_i64(g, layout::kAttrChannels, static_cast<int64_t>(c));
+      dataset(g, layout::kImages, {static_cast<hsize_t>(n), h, w, c}, H5T_STD_U8LE, 256);
+      dataset(g, layout::kLabels, {static_cast<hsize_t>(n)}, H5T_STD_I32LE, 10);
     }
   }
 
   void write_ncf(hid_t file) {
-    // As prepare writes them: negatives < items <= the ratings (positives + one held out per user).
+    // As prepare writes them (names of datasets/movielens.h, private to movielens.cpp): negatives <
+    // items <= the ratings (positives + one held out per user).
     const int64_t users = small(3, 5), items = small(6, 6), negatives = small(2, 3), positives = small(10, 10);
     attr_i64(file, "num_users", users);
     attr_i64(file, "num_items", items);
     attr_i64(file, "eval_negatives", negatives);
     const auto u = static_cast<hsize_t>(users), k = static_cast<hsize_t>(negatives);
     const auto p = static_cast<hsize_t>(positives);
-    if (H5Id g = group(file, "train"); g.get() >= 0) {
-      attr_i64(g, "count", positives);
+    if (H5Id g = group(file, layout::kTrain); g.get() >= 0) {
+      attr_i64(g, layout::kAttrCount, positives);
       dataset(g, "users", {p}, H5T_STD_I32LE, users);
       dataset(g, "items", {p}, H5T_STD_I32LE, items);
     }
-    if (H5Id g = group(file, "eval"); g.get() >= 0) {
-      attr_i64(g, "count", users);
+    if (H5Id g = group(file, layout::kEval); g.get() >= 0) {
+      attr_i64(g, layout::kAttrCount, users);
       dataset(g, "items", {u}, H5T_STD_I32LE, items);
       dataset(g, "negatives", {u, k}, H5T_STD_I32LE, items);
     }

@@ -15,6 +15,7 @@
 #include "datasets/image_dataset.h"
 #include "datasets/movielens.h"
 #include "h5_file_gen.h"
+#include "mlperf/keys.h"
 #include "scratch.h"
 #include "workloads/registry.h"
 
@@ -67,7 +68,7 @@ void run_workload(const std::string& name, const std::string& path, const std::s
   const mlpd::WorkloadEntry& e = mlpd::find_workload(name);
   const mlpd::WorkloadContext ctx{0, 1, scale, mlpd::fuzz::scratch_dir().string()};
   if (e.check_data) expect_user_error_or_success([&] { e.check_data(ctx); });
-  if (name == "ncf") {
+  if (name == mlpd::keys::kNcf) {
     expect_user_error_or_success([&] {
       const mlpd::MovieLensData d = mlpd::load_movielens(path, scale);
       if (d.eval_items.size() != static_cast<size_t>(d.num_users) || d.train_users.size() != d.train_items.size())
@@ -109,7 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   link_workload_files(path);
-  const std::string other = written_for == "ncf" ? "resnet" : "ncf";
+  const std::string other = written_for == mlpd::keys::kNcf ? mlpd::keys::kResnet : mlpd::keys::kNcf;
   if (readers == kOwn || readers == kAll) run_workload(written_for, path.string(), scale);
   if (readers == kRows || readers == kAll) run_rows(path.string(), begin, count);
   if (readers == kOther || readers == kAll) run_workload(other, path.string(), scale);
