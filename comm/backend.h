@@ -1,10 +1,12 @@
 // The one small interface every communication backend implements: in-place sums of host float
 // ranges across all ranks, started and then advanced without blocking. Jobs complete in the order
-// they were submitted; every rank submits the same jobs in the same order.
+// they were submitted; every rank submits the same jobs in the same order. A backend that reduces
+// device memory (nccl) also takes device jobs (submit_device), in the same job order.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,14 +47,24 @@ class Backend {
   // Largest single job (elements) and staging space (elements) the backend was built for.
   virtual size_t max_job() const = 0;
   virtual size_t region_space() const = 0;
+  // Device memory (nccl only): starts data[0,n) += (other ranks) in place on the GPU, ordered after
+  // the work queued so far on the compute stream (kernels/cuda/runtime.h); no host staging and no
+  // host wait. Completes like a submitted job (progress / completed). Returns a job id.
+  virtual uint64_t submit_device(float* /*data*/, size_t /*n*/) {
+    throw std::logic_error(std::string(name()) + " backend: reduces host buffers only");
+  }
+  // Device jobs: the compute stream waits for every job submitted so far; the host does not.
+  virtual void compute_wait() { throw std::logic_error(std::string(name()) + " backend: has no device jobs"); }
 };
 
 std::unique_ptr<Backend> make_mpi_backend(const Topology& t, WirePrecision p, size_t max_job);
 std::unique_ptr<Backend> make_hierarchical_backend(const Topology& t, WirePrecision p, size_t window_elems,
                                                    size_t max_job);
-// Throws UserError where NCCL was not compiled in or no GPU is visible.
+// Host jobs staged through a device buffer, device jobs in place, on NCCL's own stream; the GPU is
+// the process's device, local_rank % GPUs (comm/cuda/nccl_comm.h). Throws UserError where NCCL
+// was not compiled in, no GPU is visible, or NCCL refuses (e.g. two ranks on one GPU).
 std::unique_ptr<Backend> make_nccl_backend(const World& w, const Topology& t, WirePrecision p, size_t max_job);
-int nccl_device_count();  // 0 without NCCL or without a GPU
+int nccl_device_count();  // GPUs NCCL can use: 0 without NCCL in the build or without a GPU
 
 // Jobs in flight, oldest first: a ring that grows only when a step submits more jobs than any
 // step before it (so steady-state steps never allocate).

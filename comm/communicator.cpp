@@ -7,6 +7,7 @@
 #include "comm/backend.h"
 #include "comm/watchdog.h"
 #include "core/check.h"
+#include "kernels/device.h"
 
 namespace mlpd {
 
@@ -46,6 +47,7 @@ class Communicator {
  public:
   World* w = nullptr;
   CommConfig cfg;
+  bool device = false;  // the store's gradients are on the GPU: device jobs (nccl), no host waits in a step
   WirePrecision prec = WirePrecision::fp32;
   Topology topo;
   std::unique_ptr<Backend> small_be, large_be;  // the same object may serve both (large_be empty)
@@ -114,7 +116,10 @@ class Communicator {
       return;
     }
     k.watch = watch_begin("allreduce_gradients", static_cast<int>(b));
-    k.last_job = submit(k.be, s.grads.data() + k.offset, k.count, k.offset, false);
+    if (device)  // in place on the GPU, after the gradients queued so far on the compute stream
+      k.last_job = k.be->submit_device(grads_data(s) + k.offset, k.count);
+    else
+      k.last_job = submit(k.be, s.grads.data() + k.offset, k.count, k.offset, false);
     ++in_flight;
   }
 
@@ -162,11 +167,36 @@ class Communicator {
     int spins = 0;
     while (!progress_all()) idle_wait(spins);
   }
+
+  // wait_all where a step's buckets may be left from grads_finish_step. On the GPU they left the
+  // watchdog when grads_finish_step returned (so a long host phase after a step, e.g. an
+  // evaluation, is no false hang): this host wait is watched as one collective instead, begun on
+  // every rank whether or not anything is left (the watchdog's sequence numbers line up).
+  void wait_step() {
+    if (!device || !small_be) return wait_all();
+    WatchScope watch("allreduce_gradients (GPU)");
+    wait_all();
+  }
+
+  // Device path, at grads_finish_step: the buckets still in flight leave the watchdog (their
+  // submission was watched); they retire, without a watch, at a later progress or wait.
+  void hand_to_gpu() {
+    for (Bucket& k : bkts)
+      if (k.started && !k.done && k.watch) {
+        watch_end(k.watch);
+        k.watch = 0;  // watch_end(0) is a no-op when it retires
+      }
+  }
 };
 
 void destroy_communicator(Communicator* c) { delete c; }
 
 namespace {
+
+void check_store(const Communicator& c, const ParamStore& s, const char* where) {
+  MLPD_CHECK(on_device(s) == c.device && s.views.size() == c.view_bucket.size(),
+             std::string(where) + ": not the store (views, device) the communicator was made for");
+}
 
 void build_topology(Communicator& c) {
   World& w = *c.w;
@@ -221,7 +251,14 @@ std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg,
   const std::string& be = cfg.backend;
   if (be != "auto" && be != "mpi" && be != "hierarchical" && be != "nccl")
     throw UserError("unknown communication backend '" + be + "' (expected auto, mpi, hierarchical or nccl)");
-  const bool gpu = be == "nccl";
+  c->device = on_device(store);
+  if (c->device && be != "auto" && be != "nccl")
+    throw UserError("communication backend '" + be + "' reduces host buffers, but the gradients are on the GPU (" +
+                    std::string(device_name(store.device)) + "): use auto or nccl");
+  if (c->device && c->prec != WirePrecision::fp32)
+    throw UserError("gradient precision '" + cfg.precision +
+                    "': gradients on the GPU are reduced by NCCL in fp32 only");
+  const bool gpu = be == "nccl" || c->device;
   c->bucket_mb = cfg.bucket_mb > 0 ? cfg.bucket_mb : (gpu ? kDefaultGpuBucketMb : kDefaultBucketMb);
   c->first_mb = cfg.first_bucket_mb > 0 ? cfg.first_bucket_mb : std::min(kDefaultFirstBucketMb, c->bucket_mb);
   c->small_bytes = static_cast<size_t>((cfg.small_kb > 0 ? cfg.small_kb : kDefaultSmallKb) * 1024);
@@ -253,8 +290,8 @@ std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg,
   if (w.size > 1) {
     build_topology(*c);
     set_idle_policy(w.local_size);
-    const size_t grads = std::max<size_t>(store.grads.size(), 1);
-    if (be == "nccl") {
+    const size_t grads = std::max<size_t>(store.param_count, 1);  // store.grads is empty on the GPU
+    if (gpu) {
       c->small_be = make_nccl_backend(w, c->topo, c->prec, std::max(grads, chunk));
       c->small_bytes = 0;
     } else if (be == "mpi") {
@@ -281,7 +318,7 @@ std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg,
 }
 
 void grads_begin_step(Communicator& c) {
-  c.wait_all();  // nothing from a previous step may still use the buffers
+  c.wait_step();  // nothing from a previous step may still use the buffers
   c.restart_staging();
   for (Bucket& k : c.bkts) {
     k.ready = 0;
@@ -293,6 +330,7 @@ void grads_begin_step(Communicator& c) {
 
 void grad_ready(Communicator& c, ParamStore& s, size_t view) {
   MLPD_CHECK(view < c.view_bucket.size(), "grad_ready: view index out of range");
+  if (c.device) check_store(c, s, "grad_ready");
   Bucket& k = c.bkts[static_cast<size_t>(c.view_bucket[view])];
   MLPD_CHECK(k.ready < k.nviews, "grad_ready: a view was signalled twice in one step (or grads_begin_step is missing)");
   ++k.ready;
@@ -301,15 +339,24 @@ void grad_ready(Communicator& c, ParamStore& s, size_t view) {
 }
 
 void grads_finish_step(Communicator& c, ParamStore& s) {
+  if (c.device) check_store(c, s, "grads_finish_step");
   c.start_ready(s, true);  // buckets never signalled (or overlap off) start now, in order
-  c.wait_all();
+  if (c.device) {
+    // No host wait: the compute stream waits for the last bucket (NCCL completes in order), so the
+    // optimizer queued next sees the sums. The buckets retire at a later progress or wait.
+    c.progress_all();
+    if (c.small_be) c.small_be->compute_wait();
+    c.hand_to_gpu();
+  } else {
+    c.wait_all();
+  }
   c.in_step = false;
 }
 
 bool comm_progress(Communicator& c) { return c.progress_all(); }
 
 void allreduce_sum_start(Communicator& c, float* data, size_t n) {
-  c.wait_all();
+  c.wait_step();
   c.restart_staging();
   Backend* be = c.for_bytes(n * 4);
   if (!be || n == 0) return;
@@ -327,6 +374,22 @@ void allreduce_sum_wait(Communicator& c) { c.wait_all(); }
 void allreduce_sum(Communicator& c, float* data, size_t n) {
   allreduce_sum_start(c, data, n);
   c.wait_all();
+}
+
+void allreduce_sum_device(Communicator& c, float* data, size_t n) {
+  MLPD_CHECK(c.device || c.cfg.backend == "nccl",
+             "allreduce_sum_device: the communicator reduces host buffers (its store is on the CPU)");
+  Backend* be = c.for_bytes(n * 4);
+  if (!be || n == 0) return;
+  // Not tracked as in flight: nothing on the host waits for it (the compute stream does), and NCCL
+  // completes in order, so the buckets' and later jobs' completion covers it. Watched while the
+  // host submits (NCCL may connect to its peers on first use).
+  const double t0 = c.now();
+  WatchScope watch("allreduce_sum");
+  be->progress();  // retires finished jobs first, so the backend's event ring stays short
+  be->submit_device(data, n);
+  be->compute_wait();
+  c.span("allreduce_sum (queued)", -1, t0, n * 4);
 }
 
 std::vector<CommSpan> take_spans(Communicator& c) {
@@ -361,6 +424,7 @@ std::string describe(const Communicator& c) {
   }
   if (c.small_be)
     s += ", " + std::to_string(c.topo.nodes) + " node(s) x " + std::to_string(c.topo.local_size) + " ranks";
+  if (c.device) s += ", gradients on the GPU";
   s += ", " + std::to_string(c.bkts.size()) + " buckets [";
   for (size_t b = 0; b < c.bkts.size(); ++b) {
     if (b) s += " ";

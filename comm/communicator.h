@@ -5,9 +5,10 @@
 //   hierarchical  reduce inside each node in an MPI-3 shared-memory window (each rank sums its
 //                 slice of every rank's buffer), allreduce across nodes rank-by-rank between the
 //                 ranks of equal local rank, everyone copies the result back
-//   nccl          device buffers (compiled when CUDA and NCCL are found; needs a GPU at run time)
-//   auto          nothing on 1 rank; mpi below the measured small-bucket threshold, else
-//                 hierarchical
+//   nccl          NCCL on the GPU (compiled when CUDA and NCCL are found; needs a GPU per rank at
+//                 run time): the only backend for a store on the GPU; host buffers are staged
+//   auto          nothing on 1 rank; store on the GPU: nccl; else mpi below the measured
+//                 small-bucket threshold, else hierarchical
 //
 // Every host path sums each element in one canonical order (comm/reduce_kernels.h), so the result
 // does not depend on bucket boundaries or on the backend: bucketed == flat, bit for bit.
@@ -18,6 +19,14 @@
 // grad_ready() / comm_progress() between layers of backward and from the waits. Reductions then
 // advance with non-blocking collectives (MPI_Ibarrier, MPI_Iallgather) while compute goes on, and
 // no thread spins on a core that backward needs. All buffers and windows are allocated once here.
+//
+// Gradients on the GPU (store.device == Device::cuda, kernels/device.h: place_store_on): the
+// buckets are the same ranges of the device gradient buffer, reduced in place by NCCL on its own
+// stream. grad_ready starts a bucket as on the CPU, queued after the compute stream's work so far
+// (an event); grads_finish_step makes the compute stream wait for the last bucket instead of
+// waiting on the host, so the optimizer queued next sees the sums. The host waits for them only at
+// the next grads_begin_step (or a host allreduce_sum), normally long done by then. The watchdog
+// covers the host's time in here, as on the CPU (comm/README.md: "Gradients on the GPU").
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -30,10 +39,12 @@
 namespace mlpd {
 
 struct CommConfig {
-  std::string backend = "auto";     // auto | mpi | hierarchical | nccl
-  double bucket_mb = 0;             // 0 = the measured CPU default (kDefaultBucketMb), 25 on GPU
+  std::string backend = "auto";     // auto | mpi | hierarchical | nccl (a store on the GPU: auto | nccl)
+  double bucket_mb = 0;             // 0 = the measured CPU default (kDefaultBucketMb); with nccl or a
+                                    // store on the GPU kDefaultGpuBucketMb
   double first_bucket_mb = 0;       // 0 = a small default (kDefaultFirstBucketMb)
-  std::string precision = "fp32";   // fp32 | bf16 | fp16 (compressed on the wire, accumulated in fp32)
+  std::string precision = "fp32";   // fp32 | bf16 | fp16 (compressed on the wire, accumulated in fp32);
+                                    // a store on the GPU: fp32 only
   bool overlap = true;              // false: all buckets start only at grads_finish_step
   double timeout_s = 600;           // watchdog (applies process-wide, to every collective)
   bool record_spans = false;        // keep a (start, end, bytes) span per bucket for take_spans (trace)
@@ -44,7 +55,7 @@ struct CommConfig {
 };
 
 inline constexpr double kDefaultBucketMb = 4.0;        // CPU; see describe() and the note in comm/
-inline constexpr double kDefaultGpuBucketMb = 25.0;
+inline constexpr double kDefaultGpuBucketMb = 25.0;      // nccl, and every store on the GPU
 inline constexpr double kDefaultFirstBucketMb = 0.25;  // small: the first allreduce starts early in backward
 inline constexpr double kDefaultSmallKb = 8.0;   // below: MPI (vader eager); at and above: shared memory
 // Two ranks in fp32: an exchange in eager-sized pieces plus a local add is exact (x0 + x1 ==
@@ -61,14 +72,29 @@ struct CommSpan {
 
 class Communicator;  // owns windows, communicators, buffers; RAII
 
+// Collective over w. Follows store.device: a store on the GPU gets device buckets and nccl (at more
+// than one rank; the process's GPU is opened as kernels/device.h's open_device would: local_rank %
+// GPUs); a backend other than auto/nccl, or a precision other than fp32, is then a UserError.
 std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg, const ParamStore& store);
 // Out-of-line destruction, so unique_ptr<Communicator> works with the incomplete type (see below).
 void destroy_communicator(Communicator* c);
 
+// The step: grads_begin_step, grad_ready once per view (backward's order), grads_finish_step. `s`
+// is the store the communicator was made for (same views, same device). On the CPU the sums are in
+// s.grads when grads_finish_step returns; on the GPU they are ordered before the compute stream's
+// next work (the host has not waited).
 void grads_begin_step(Communicator& c);
 void grad_ready(Communicator& c, ParamStore& s, size_t view);
 void grads_finish_step(Communicator& c, ParamStore& s);
+// Host memory (on every backend; nccl stages it through the GPU): data[0,n) summed in place
+// across ranks, complete on return.
 void allreduce_sum(Communicator& c, float* data, size_t n);
+// Device memory, for a communicator of a store on the GPU (or with backend nccl): data[0,n) summed
+// in place across ranks by NCCL, after the compute stream's work so far; on return the compute
+// stream waits for the sum (work queued next, and a copy to the host, see it), the host has not
+// waited. 1 rank: nothing. A host pointer here, or a device pointer to allreduce_sum, is a misuse
+// that is not detected (no guessing from the pointer).
+void allreduce_sum_device(Communicator& c, float* data, size_t n);
 // The spans recorded since the last call (empty unless CommConfig::record_spans).
 std::vector<CommSpan> take_spans(Communicator& c);
 std::string describe(const Communicator& c);

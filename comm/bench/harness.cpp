@@ -12,19 +12,20 @@
 #include "comm/bench/timing.h"
 #include "comm/collectives.h"
 #include "comm/watchdog.h"
+#include "kernels/device.h"
 
 namespace mlpd::comm_bench {
 
 namespace {
 
-// The NCCL communicator of --backend nccl, one for the whole sweep, destroyed on every way out.
+// The NCCL communicator of the nccl path, one for the whole sweep, destroyed on every way out.
 struct NcclContext {
   nccl::Ctx* ctx = nullptr;
   NcclContext(const World& w, bool wanted) {
 #ifdef MLPD_HAVE_NCCL
     if (wanted) ctx = nccl::create(w.comm, w.local_rank);
 #else
-    (void)w, (void)wanted;  // plan_bench refuses --backend nccl in a build without it
+    (void)w, (void)wanted;  // plan_bench refuses --device cuda in a build without it
 #endif
   }
   ~NcclContext() {
@@ -79,7 +80,7 @@ void measure_overlap(World& w, const Options& o, ComputeKernel& cpu, SizeRun& r,
 
 SizeResult measure_size(World& w, const Options& o, const Plan& p, nccl::Ctx* nccl_ctx, ComputeKernel& cpu,
                         size_t count) {
-  auto r = open_size(w, *p.op, p.path, p.cfg, nccl_ctx, count);
+  auto r = open_size(w, *p.op, p.path, p.device, p.cfg, nccl_ctx, count);
   SizeResult res;
   res.count = count;
   res.bytes = count * sizeof(float);
@@ -100,8 +101,8 @@ SizeResult measure_size(World& w, const Options& o, const Plan& p, nccl::Ctx* nc
 // Plain MPI_Allreduce and the trainer's bucketed path, alternating iterations: a noisy machine
 // slows both alike.
 SizeResult measure_side_by_side(World& w, const Options& o, const Plan& p, size_t count) {
-  std::unique_ptr<SizeRun> runs[2] = {open_size(w, kAllreduce, PathKind::mpi, p.cfg, nullptr, count),
-                                      open_size(w, kAllreduce, PathKind::bucketed, p.cfg, nullptr, count)};
+  std::unique_ptr<SizeRun> runs[2] = {open_size(w, kAllreduce, PathKind::mpi, Device::cpu, p.cfg, nullptr, count),
+                                      open_size(w, kAllreduce, PathKind::bucketed, Device::cpu, p.cfg, nullptr, count)};
   std::vector<double> times[2];
   for (int i = 0; i < o.warmup + o.iters; ++i)
     for (int k = 0; k < 2; ++k) {
@@ -159,15 +160,21 @@ Report run_comm_bench(World& w, const Options& o) {
   broadcast_bytes(w, &report.copy_gbps, sizeof report.copy_gbps, 0);
   ComputeKernel cpu;
   cpu.calibrate();
+  std::string gpu;  // the GPU's description, for the header
+  if (p.device == Device::cuda) gpu = open_device(Device::cuda, w.local_rank).description;
   NcclContext nccl_context(w, p.path == PathKind::nccl);
 
   std::string comm_description;
   if (!o.side_by_side && (p.path == PathKind::bucketed || p.path == PathKind::communicator)) {
-    ParamStore empty;
+    ParamStore empty;  // no views, on the path's device
+    if (p.device == Device::cuda) {
+      finalize_params(empty);
+      place_store_on(empty, Device::cuda);
+    }
     auto probe = make_communicator(w, p.cfg, empty);  // collective: every rank makes it
     comm_description = describe(*probe);
   }
-  if (w.rank == 0) print_header(w, o, p, report.copy_gbps, comm_description);
+  if (w.rank == 0) print_header(w, o, p, report.copy_gbps, comm_description, gpu);
 
   for (size_t count : p.counts) {
     const SizeResult r =

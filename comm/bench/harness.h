@@ -27,8 +27,12 @@ struct Options {
   int iters = 20;                  // -n: timed iterations per size, 1 to 1000000
   int warmup = 5;                  // -w: untimed iterations per size, 0 to 1000000
   std::string op = "allreduce";    // allreduce | broadcast | reduce_scatter | allgather
-  std::string backend = "mpi";     // mpi | hierarchical | nccl
+  std::string backend = "mpi";     // mpi | hierarchical | nccl (= --device cuda)
   bool bucketed = false;           // the trainer's bucketed step (its automatic backend; allreduce only)
+  // Where the buffers are: cpu | cuda. cuda: the plain collective through NCCL on device buffers,
+  // or with --bucketed the trainer's step over a ParamStore on the GPU (device buckets, NCCL). A
+  // usage error where the build has no CUDA or no GPU is visible.
+  std::string device = "cpu";
   std::string precision = "fp32";  // wire precision of the communicator paths: fp32 | bf16 | fp16
   double bucket_mb = 0;            // communicator settings (0: the measured defaults, comm/communicator.h)
   double first_bucket_mb = 0;
@@ -62,7 +66,8 @@ struct Report {
 
 // Runs the benchmark on w (MPI initialised; collective over w). Every option is checked first,
 // on every rank alike and before any collective or allocation: a bad one throws
-// UserError(message, 2). With test_hang_rank >= 0 it runs the watchdog test instead: the other
+// UserError(message, 2). --device cuda opens the process's GPU (local_rank % GPUs) and leaves it
+// open, as the trainer would. With test_hang_rank >= 0 it runs the watchdog test instead: the other
 // ranks are ended by the watchdog, the hanging rank sleeps.
 Report run_comm_bench(World& w, const Options& o);
 // The same checks alone (no MPI call), for a caller that reports a usage error before running.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "kernels/device.h"
+
 namespace mlpd::comm_bench {
 
 namespace {
@@ -20,12 +22,26 @@ void add_gradient_views(ParamStore& store, size_t count) {
   finalize_params(store);
 }
 
-float* inputs(SizeRun& r) { return r.kind == PathKind::bucketed ? r.store.grads.data() : r.send.data(); }
+bool on_gpu(const SizeRun& r) { return r.device == Device::cuda; }
 
-// Where this rank's result is on the host after run_once (after the copy back, for nccl).
+// Where this rank's inputs are written on the host (copied up from there on the GPU paths).
+float* inputs(SizeRun& r) {
+  return r.kind == PathKind::bucketed && !on_gpu(r) ? r.store.grads.data() : r.send.data();
+}
+
+// Where this rank's result is on the host after run_once (after the copy back, on the GPU paths).
 float* result(SizeRun& r) {
   if (r.kind == PathKind::bucketed || r.kind == PathKind::communicator) return inputs(r);  // in place
   return r.op->in_place ? r.send.data() : r.recv.data();
+}
+
+// The GPU paths' device buffers: the inputs, and where the result lands.
+float* device_inputs(SizeRun& r) {
+  return r.kind == PathKind::bucketed ? grads_data(r.store) : as<float>(r.device_send);
+}
+float* device_result(SizeRun& r) {
+  if (r.kind == PathKind::bucketed || r.op->in_place) return device_inputs(r);
+  return as<float>(r.device_recv);
 }
 
 // Gradient step of the bucketed path; with compute, one slice before each view is ready, as in
@@ -38,55 +54,47 @@ void bucketed_step(SizeRun& r, ComputeKernel* cpu, double iters) {
     grad_ready(*r.comm, r.store, v - 1);
   }
   grads_finish_step(*r.comm, r.store);
+  // On the GPU the compute stream now waits for the last bucket: the step is done when it is.
+  if (on_gpu(r)) synchronize(Device::cuda);
 }
 
 #ifdef MLPD_HAVE_NCCL
 void run_nccl(SizeRun& r) {
   const size_t count = r.op->per_rank_blocks ? per_rank_block(*r.world, r.count) : r.count;
-  float* out = r.op->in_place ? r.device_send.ptr : r.device_recv.ptr;
-  nccl::run(r.nccl_ctx, r.op->nccl_op, r.device_send.ptr, out, count, 0, nullptr);
+  nccl::run(r.nccl_ctx, r.op->nccl_op, device_inputs(r), device_result(r), count, 0);
   nccl::sync(r.nccl_ctx);
 }
 #endif
 
 }  // namespace
 
-DeviceFloats::~DeviceFloats() {
-#ifdef MLPD_HAVE_NCCL
-  if (ptr) nccl::device_free(ptr);
-#endif
-}
-
-std::unique_ptr<SizeRun> open_size(World& w, const Collective& op, PathKind kind, const CommConfig& cfg,
+std::unique_ptr<SizeRun> open_size(World& w, const Collective& op, PathKind kind, Device device, const CommConfig& cfg,
                                    nccl::Ctx* nccl_ctx, size_t count) {
   auto r = std::make_unique<SizeRun>();
   r->world = &w;
   r->op = &op;
   r->kind = kind;
+  r->device = kind == PathKind::nccl ? Device::cuda : device;
   r->count = count;
-  if (kind == PathKind::bucketed)
-    add_gradient_views(r->store, count);
-  else
-    r->send.assign(count, 0.0f);
+  if (kind == PathKind::bucketed) add_gradient_views(r->store, count);
+  if (kind != PathKind::bucketed || on_gpu(*r)) r->send.assign(count, 0.0f);
+  if (kind == PathKind::bucketed && on_gpu(*r)) place_store_on(r->store, Device::cuda);
   if (kind == PathKind::mpi || kind == PathKind::nccl) r->recv.assign(count, 0.0f);
   if (kind == PathKind::bucketed || kind == PathKind::communicator) r->comm = make_communicator(w, cfg, r->store);
-#ifdef MLPD_HAVE_NCCL
   if (kind == PathKind::nccl) {
     r->nccl_ctx = nccl_ctx;
-    r->device_send.ptr = static_cast<float*>(nccl::device_alloc(count * sizeof(float)));
-    r->device_recv.ptr = static_cast<float*>(nccl::device_alloc(count * sizeof(float)));
+    r->device_send = alloc_on(Device::cuda, count * sizeof(float));
+    r->device_recv = alloc_on(Device::cuda, count * sizeof(float));
   }
-#else
-  (void)nccl_ctx;  // the harness refuses --backend nccl in a build without it
-#endif
   return r;
 }
 
 void fill_inputs(SizeRun& r) {
   r.op->fill(*r.world, inputs(r), r.count);
-#ifdef MLPD_HAVE_NCCL
-  if (r.kind == PathKind::nccl) nccl::copy_to_device(r.device_send.ptr, r.send.data(), r.count * sizeof(float));
-#endif
+  if (on_gpu(r)) {
+    copy_to_device(Device::cuda, device_inputs(r), inputs(r), r.count * sizeof(float));
+    synchronize(Device::cuda);  // the copy stays out of the timed run
+  }
 }
 
 void run_once(SizeRun& r) {
@@ -109,6 +117,7 @@ void run_once(SizeRun& r) {
 }
 
 bool overlappable(const SizeRun& r) {
+  if (on_gpu(r)) return false;  // the compute kernel is a host one
   if (r.kind == PathKind::mpi) return r.op->start_mpi != nullptr;
   return r.kind == PathKind::communicator || r.kind == PathKind::bucketed;
 }
@@ -138,10 +147,7 @@ void run_overlapped(SizeRun& r, ComputeKernel& cpu, double iters) {
 
 long long count_wrong(SizeRun& r, bool corrupt_for_test) {
   float* out = result(r);
-#ifdef MLPD_HAVE_NCCL
-  if (r.kind == PathKind::nccl)
-    nccl::copy_to_host(out, r.op->in_place ? r.device_send.ptr : r.device_recv.ptr, r.count * sizeof(float));
-#endif
+  if (on_gpu(r)) copy_to_host(Device::cuda, out, device_result(r), r.count * sizeof(float));
   if (corrupt_for_test && r.world->rank == 0) out[0] += 1.0f;
   return r.op->count_wrong(*r.world, out, r.count);
 }

@@ -9,6 +9,7 @@
 
 #include "comm/reduce_kernels.h"
 #include "core/check.h"
+#include "kernels/device.h"
 
 namespace mlpd::comm_bench {
 
@@ -41,8 +42,9 @@ int buffers_per_rank(const Options& o, PathKind path) {
     case PathKind::communicator:
       return 1;  // in place
     case PathKind::mpi:
-    case PathKind::bucketed:  // a ParamStore holds parameters and gradients
-    case PathKind::nccl:      // host staging; the device holds as much again
+    case PathKind::bucketed:  // a ParamStore holds parameters and gradients (on the GPU: host
+                              // parameters and the host inputs; the device holds as much again)
+    case PathKind::nccl:      // host inputs and results; the device holds as much again
       return 2;
   }
   return 2;
@@ -138,16 +140,33 @@ Plan plan_bench(const Options& o, const World& w) {
   } catch (const UserError& e) {
     usage_error(e.what());
   }
-  // --bucketed and --side-by-side run the trainer's own backend choice.
-  p.backend = o.bucketed || o.side_by_side ? "auto" : o.backend;
+  try {
+    p.device = parse_device(o.device);
+  } catch (const UserError& e) {
+    usage_error(e.what());
+  }
+  // --backend nccl is --device cuda with the plain collective (kept for scripts that use it).
+  if (o.backend == "nccl" && !o.bucketed && !o.side_by_side) p.device = Device::cuda;
+  const bool gpu = p.device == Device::cuda;
+  const std::string gpu_flag = o.device == "cuda" ? "--device cuda" : "--backend nccl";
+  // --bucketed and --side-by-side run the trainer's own backend choice; the plain collective on
+  // the GPU is NCCL's.
+  p.backend = o.bucketed || o.side_by_side ? "auto" : gpu ? "nccl" : o.backend;
   if ((o.bucketed || p.backend == "hierarchical") && p.op != &kAllreduce)
     usage_error("--bucketed and --backend hierarchical run allreduce only");
   if (o.side_by_side && p.op != &kAllreduce) usage_error("--side-by-side runs allreduce only");
+  if (gpu) {
+    if (o.backend == "hierarchical")
+      usage_error(gpu_flag + ": --backend hierarchical reduces host buffers (on the GPU: nccl, or --bucketed)");
+    if (o.side_by_side) usage_error(gpu_flag + ": --side-by-side compares host paths (use --device cpu)");
+    if (o.overlap) usage_error(gpu_flag + ": --overlap measures a host compute kernel (use --device cpu)");
+    if (o.precision != "fp32") usage_error(gpu_flag + ": NCCL reduces fp32 only (--precision fp32)");
 #ifdef MLPD_HAVE_NCCL
-  if (p.backend == "nccl" && nccl::device_count() == 0) usage_error("--backend nccl: no GPU visible on this machine");
+    if (cuda_device_count() == 0) usage_error(gpu_flag + ": no GPU visible on this machine");
 #else
-  if (p.backend == "nccl") usage_error("--backend nccl: this build has no CUDA/NCCL");
+    usage_error(gpu_flag + ": this build has no CUDA/NCCL");
 #endif
+  }
   p.path = o.bucketed                    ? PathKind::bucketed
            : p.backend == "hierarchical" ? PathKind::communicator
            : p.backend == "nccl"         ? PathKind::nccl

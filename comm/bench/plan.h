@@ -16,6 +16,7 @@ namespace mlpd::comm_bench {
 struct Plan {
   const Collective* op = nullptr;
   PathKind path = PathKind::mpi;  // side by side runs both mpi and bucketed
+  Device device = Device::cpu;    // cuda: the nccl path, or bucketed over a store on the GPU
   std::string backend;            // as reported: mpi | hierarchical | nccl | auto (the trainer's choice)
   CommConfig cfg;                 // the communicator paths' settings
   std::vector<size_t> counts;     // floats per size, in sweep order

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "kernels/device.h"
 
 namespace mlpd::comm_bench {
 
@@ -44,7 +45,7 @@ nlohmann::json size_json(const SizeResult& r, bool side_by_side) {
 }  // namespace
 
 void print_header(const World& w, const Options& o, const Plan& p, double copy_gbps,
-                  const std::string& comm_description) {
+                  const std::string& comm_description, const std::string& gpu) {
   if (o.side_by_side) {
     std::printf(
         "# mlperf-dist comm-bench: allreduce side by side, %d ranks on %d node(s), %d iters, %d warm-up, %s; "
@@ -68,6 +69,8 @@ void print_header(const World& w, const Options& o, const Plan& p, double copy_g
         "size", "count", "plain(us)", "trainer(us)", "plain busbw", "trainer bus", "ratio", "#wrong");
     return;
   }
+  if (!gpu.empty())
+    std::printf("# buffers on the GPU: %s (one per rank); timed runs end when the GPU is done\n", gpu.c_str());
   if (!comm_description.empty()) std::printf("# %s\n", comm_description.c_str());
   std::printf("#%11s %12s %6s %12s %10s %10s %8s%s\n", "size", "count", "type", "time(us)", "algbw(GB/s)",
               "busbw(GB/s)", "#wrong", o.overlap ? "   t_cpu(us) t_total(us) overlap(%)" : "");
@@ -97,6 +100,7 @@ void write_json(const World& w, const Options& o, const Plan& p, const Report& r
   j["copy_gbps"] = report.copy_gbps;
   j["op"] = p.op->name;
   j["backend"] = o.side_by_side ? "side-by-side" : o.bucketed ? "bucketed" : p.backend;
+  j["device"] = device_name(p.device);
   if (!o.side_by_side) j["precision"] = o.precision;
   j["ranks"] = w.size;
   j["results"] = nlohmann::json::array();

@@ -8,9 +8,10 @@
 
 namespace mlpd::comm_bench {
 
-// comm_description: the communicator's describe() line for the communicator paths, else empty.
+// comm_description: the communicator's describe() line for the communicator paths, else empty;
+// gpu: rank 0's GPU for the GPU paths ("cuda:0 NVIDIA H200 (...)"), else empty.
 void print_header(const World& w, const Options& o, const Plan& p, double copy_gbps,
-                  const std::string& comm_description);
+                  const std::string& comm_description, const std::string& gpu);
 void print_row(const SizeResult& r);               // flushed, so a long sweep shows progress
 void print_side_by_side_row(const SizeResult& r);  // likewise
 void print_summary(long long total_wrong);

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/ops.h"
 
@@ -18,6 +19,11 @@ void add_forward(const float* a, const float* b, float* y, size_t n) {
 
 void add_relu_forward(const float* a, const float* b, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = std::max(0.0f, a[i] + b[i]);
+}
+
+void copy_rows(const float* src, int ld_src, int n, int width, float* dst, int ld_dst) {
+  for (int i = 0; i < n; ++i)
+    std::memcpy(dst + static_cast<size_t>(i) * ld_dst, src + static_cast<size_t>(i) * ld_src, sizeof(float) * width);
 }
 
 }  // namespace mlpd

@@ -1,4 +1,4 @@
-#include "kernels/embedding.h"
+#include "kernels/ops.h"
 
 namespace mlpd {
 

@@ -1,4 +1,4 @@
-#include "kernels/ncf_ops.h"
+#include "kernels/ops.h"
 
 #include <cmath>
 

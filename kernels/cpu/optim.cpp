@@ -1,4 +1,4 @@
-#include "kernels/optim.h"
+#include "kernels/ops.h"
 
 #include <cmath>
 

@@ -19,7 +19,9 @@ void add_comm_bench_command(CLI::App& app, CommBenchArgs& a) {
       "the bound for host collectives on one node.\n"
       "  mpirun -np 2 mlperf-dist comm-bench -b 8 -e 256M -f 2                # plain MPI_Allreduce\n"
       "  mpirun -np 2 mlperf-dist comm-bench -b 1M -e 256M --bucketed         # what the trainer runs\n"
-      "  mpirun -np 2 mlperf-dist comm-bench -b 1M -e 64M --bucketed --overlap");
+      "  mpirun -np 2 mlperf-dist comm-bench -b 1M -e 64M --bucketed --overlap\n"
+      "  mpirun -np 2 mlperf-dist comm-bench -b 8 -e 1G --device cuda          # NCCL on GPU buffers\n"
+      "  mpirun -np 2 mlperf-dist comm-bench -b 1M -e 1G --device cuda --bucketed  # the trainer on the GPU");
   c->add_option("-b,--minbytes", a.min_bytes, "Smallest size in bytes (K, M, G suffixes: powers of 1024)")
       ->capture_default_str();
   c->add_option("-e,--maxbytes", a.max_bytes, "Largest size in bytes (K, M, G suffixes)")->capture_default_str();
@@ -32,7 +34,13 @@ void add_comm_bench_command(CLI::App& app, CommBenchArgs& a) {
   c->add_option(
        "--backend", a.backend,
        "mpi: one plain MPI collective of the whole buffer (the baseline); hierarchical: the communicator's "
-       "shared-memory node step + per-rank rails across nodes; nccl: device buffers through NCCL (needs a GPU)")
+       "shared-memory node step + per-rank rails across nodes; nccl: the same as --device cuda")
+      ->capture_default_str();
+  c->add_option("--device", a.device,
+                "Where the buffers are: cpu, or cuda (one GPU per rank: local rank % GPUs). cuda runs the plain "
+                "collective through NCCL on device buffers, and with --bucketed the trainer's step over a "
+                "parameter store on the GPU (device buckets reduced by NCCL); fp32 only, no --overlap or "
+                "--side-by-side. A usage error (exit 2) where no GPU is visible or the build has no CUDA")
       ->capture_default_str();
   c->add_flag("--bucketed", a.bucketed,
               "Run exactly what the trainer runs: the buffer cut into 256 KiB views, its buckets (--bucket-mb), "

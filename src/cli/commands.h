@@ -28,6 +28,7 @@ struct TrainArgs {
   TrainOptions opts;
   bool print_config = false;
   bool no_overlap = false;
+  std::string device = "cpu";
 };
 void add_train_command(CLI::App& app, TrainArgs& a);
 int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv);

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "core/output_paths.h"
+#include "kernels/device.h"
 #include "train/stop_signal.h"
 #include "mlperf/config.h"
 #include "workloads/registry.h"
@@ -39,6 +40,11 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
                 "YAML file of hyperparameters merged over the workload's defaults (MLPerf key names; unknown keys are errors)")
       ->check(CLI::ExistingFile);
   c->add_option("--set", o.run.sets, "Override one config key: --set key=value (repeatable)");
+  c->add_option("--device", a.device,
+                 "cpu, or cuda: one GPU per rank (local rank modulo the node's GPUs); parameters, gradients, "
+                 "optimizer state and activations on it, gradients reduced by NCCL")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   c->add_option("--data-dir", o.run.data_dir, "Directory of prepared datasets (see `mlperf-dist prepare`)")->capture_default_str();
   c->add_option("--results-dir", o.results_dir, "Result logs go to <results-dir>/<system>/<benchmark>/result_N.txt")
       ->capture_default_str();
@@ -89,6 +95,7 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
 
 int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv) {
   a.opts.comm.overlap = !a.no_overlap;
+  a.opts.run.device = parse_device(a.device);
   // One compute thread per rank: ranks are the unit of parallelism.
   openblas_set_num_threads(1);
   World w = init_world(&argc, &argv);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor.h"
+
 namespace mlpd {
 
 enum class ParamKind : uint8_t {
@@ -28,6 +30,11 @@ struct StateView {
   size_t count = 0;
 };
 
+// On the CPU the three host vectors are the buffers. On a GPU (kernels/device.h:
+// place_store_on) the working buffers are device memory and the host vectors `params` and `state`
+// are mirrors, current only after download_store (checkpoints, logs, fingerprints); `grads` is
+// then empty. Code that may run on either device reaches the buffers through params_data,
+// grads_data, state_data and the *_ptr views below.
 struct ParamStore {
   std::vector<ParamView> views;     // in registration (= forward) order
   std::vector<StateView> state_views;
@@ -37,7 +44,18 @@ struct ParamStore {
   size_t param_count = 0;
   size_t state_count = 0;
   bool finalized = false;
+  Device device = Device::cpu;
+  DeviceBytes device_memory = no_device_bytes();  // params | grads | state, on a GPU
+  float* device_params = nullptr;
+  float* device_grads = nullptr;
+  float* device_state = nullptr;
 };
+
+inline bool on_device(const ParamStore& s) { return s.device != Device::cpu; }
+inline float* params_data(ParamStore& s) { return on_device(s) ? s.device_params : s.params.data(); }
+inline const float* params_data(const ParamStore& s) { return on_device(s) ? s.device_params : s.params.data(); }
+inline float* grads_data(ParamStore& s) { return on_device(s) ? s.device_grads : s.grads.data(); }
+inline float* state_data(ParamStore& s) { return on_device(s) ? s.device_state : s.state.data(); }
 
 // Registers a parameter during model build; returns its index into `views`.
 // Offsets are 16-float aligned so each view starts on a 64-byte boundary.
@@ -46,12 +64,12 @@ size_t add_state(ParamStore& s, std::string name, size_t count);
 // Allocates (and touches) the three buffers, zeroed. No add_* after this.
 void finalize_params(ParamStore& s);
 
-inline float* param_ptr(ParamStore& s, size_t view) { return s.params.data() + s.views[view].offset; }
-inline const float* param_ptr(const ParamStore& s, size_t view) { return s.params.data() + s.views[view].offset; }
-inline float* grad_ptr(ParamStore& s, size_t view) { return s.grads.data() + s.views[view].offset; }
-inline float* state_ptr(ParamStore& s, size_t view) { return s.state.data() + s.state_views[view].offset; }
+inline float* param_ptr(ParamStore& s, size_t view) { return params_data(s) + s.views[view].offset; }
+inline const float* param_ptr(const ParamStore& s, size_t view) { return params_data(s) + s.views[view].offset; }
+inline float* grad_ptr(ParamStore& s, size_t view) { return grads_data(s) + s.views[view].offset; }
+inline float* state_ptr(ParamStore& s, size_t view) { return state_data(s) + s.state_views[view].offset; }
 
-// A bitwise fingerprint of the parameters (FNV-1a over the bytes): for determinism checks.
+// A bitwise fingerprint of the (host) parameters (FNV-1a over the bytes): for determinism checks.
 uint64_t params_fingerprint(const ParamStore& s);
 
 }  // namespace mlpd

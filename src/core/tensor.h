@@ -4,11 +4,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 
 namespace mlpd {
 
 enum class DType : uint8_t { f32, i32, u8 };
 enum class Device : uint8_t { cpu, cuda };
+
+// Bytes owned on some device, freed by the allocator that made them (kernels/device.h allocates).
+using DeviceBytes = std::unique_ptr<std::byte[], void (*)(std::byte*)>;
+inline DeviceBytes no_device_bytes() {
+  return DeviceBytes(nullptr, [](std::byte*) {});
+}
 
 constexpr size_t dtype_size(DType t) { return t == DType::u8 ? 1 : 4; }
 

@@ -1,7 +1,9 @@
 // Layers: plain structs holding dims, view indices into the ParamStore and pointers to the
 // activation buffers they read and write (owned by the model, sized for its max batch), plus free
-// functions `forward` and `backward` per layer type. Layers never allocate: per-call scratch
-// comes from the Arena. Parameter gradients ACCUMULATE into store.grads.
+// functions `forward` and `backward` per layer type, which run on the device of the OpTable they
+// are given (kernels/op_table.h): the pointers and the Arena are that device's. Layers never
+// allocate: per-call scratch comes from the Arena. Parameter gradients ACCUMULATE into the
+// store's gradients.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +11,7 @@
 
 #include "core/arena.h"
 #include "core/param_store.h"
-#include "kernels/ops.h"
+#include "kernels/op_table.h"
 
 namespace mlpd::nn {
 
@@ -22,11 +24,11 @@ struct Conv2d {
 };
 Conv2d make_conv2d(ParamStore& s, const std::string& name, int h, int w, int c_in, int c_out, int k,
                    int stride, int pad, int max_batch);
-void forward(const Conv2d& l, ParamStore& s, Arena& a, int n);
+void forward(const OpTable& o, const Conv2d& l, ParamStore& s, Arena& a, int n);
 // dx nullable (skip the data gradient, e.g. the stem); accumulate adds into dx.
-void backward(const Conv2d& l, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
+void backward(const OpTable& o, const Conv2d& l, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
               bool accumulate_dx = false);
-size_t scratch_floats(const Conv2d& l, int n);
+size_t scratch_floats(const OpTable& o, const Conv2d& l, int n);
 
 // Batch norm with optional fused residual add and ReLU: y = relu?(bn(x) + residual?).
 struct BatchNorm {
@@ -44,42 +46,42 @@ struct BatchNorm {
 };
 BatchNorm make_batchnorm(ParamStore& s, const std::string& name, int c, int64_t rows_per_image,
                          float momentum, float eps);
-void forward(const BatchNorm& l, ParamStore& s, int n, bool train);
+void forward(const OpTable& o, const BatchNorm& l, ParamStore& s, int n, bool train);
 // dy is the gradient w.r.t. y; with relu the mask y>0 is applied here. dx overwritten. The
 // residual's gradient is dy masked by the ReLU: the caller computes it (relu_backward) if needed.
-void backward(const BatchNorm& l, ParamStore& s, Arena& a, int n, const float* dy, float* dx);
+void backward(const OpTable& o, const BatchNorm& l, ParamStore& s, Arena& a, int n, const float* dy, float* dx);
 
 struct ReLU {
   size_t per_image = 0;
   const float* x = nullptr;
   float* y = nullptr;
 };
-void forward(const ReLU& l, int n);
-void backward(const ReLU& l, int n, const float* dy, float* dx);
+void forward(const OpTable& o, const ReLU& l, int n);
+void backward(const OpTable& o, const ReLU& l, int n, const float* dy, float* dx);
 
 struct MaxPool {
   PoolDims dims;
   const float* x = nullptr;
   float* y = nullptr;
 };
-void forward(const MaxPool& l, int n);
-void backward(const MaxPool& l, int n, const float* dy, float* dx);
+void forward(const OpTable& o, const MaxPool& l, int n);
+void backward(const OpTable& o, const MaxPool& l, int n, const float* dy, float* dx);
 
 struct AvgPool {
   PoolDims dims;
   const float* x = nullptr;
   float* y = nullptr;
 };
-void forward(const AvgPool& l, int n);
-void backward(const AvgPool& l, int n, const float* dy, float* dx);
+void forward(const OpTable& o, const AvgPool& l, int n);
+void backward(const OpTable& o, const AvgPool& l, int n, const float* dy, float* dx);
 
 struct GlobalAvgPool {
   int hw = 0, c = 0;
   const float* x = nullptr;
   float* y = nullptr;
 };
-void forward(const GlobalAvgPool& l, int n);
-void backward(const GlobalAvgPool& l, int n, const float* dy, float* dx);
+void forward(const OpTable& o, const GlobalAvgPool& l, int n);
+void backward(const OpTable& o, const GlobalAvgPool& l, int n, const float* dy, float* dx);
 
 // Fully connected; weight view [in, out] (ParamKind::weight), bias view [out] (ParamKind::bias).
 struct Linear {
@@ -89,7 +91,7 @@ struct Linear {
   float* y = nullptr;
 };
 Linear make_linear(ParamStore& s, const std::string& name, int in, int out);
-void forward(const Linear& l, ParamStore& s, int n);
-void backward(const Linear& l, ParamStore& s, int n, const float* dy, float* dx /*nullable*/);
+void forward(const OpTable& o, const Linear& l, ParamStore& s, int n);
+void backward(const OpTable& o, const Linear& l, ParamStore& s, int n, const float* dy, float* dx /*nullable*/);
 
 }  // namespace mlpd::nn

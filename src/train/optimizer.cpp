@@ -3,13 +3,17 @@
 #include "core/check.h"
 #include <cmath>
 
-#include "kernels/optim.h"
+#include "kernels/device.h"
 
 namespace mlpd {
 
 namespace {
 
 bool is_adam(const Optimizer& o) { return o.name == "adam" || o.name == "lazy_adam"; }
+
+bool on_device(const Optimizer& o) { return o.device != Device::cpu; }
+float* velocity_data(Optimizer& o) { return on_device(o) ? o.device_velocity : o.velocity.data(); }
+float* second_moment_data(Optimizer& o) { return on_device(o) ? o.device_second_moment : o.second_moment.data(); }
 
 bool ends_with(const std::string& s, const char* suffix) {
   const std::string t(suffix);
@@ -22,15 +26,16 @@ void adam_step(Optimizer& opt, ParamStore& s, float lr) {
   const auto bias1 = static_cast<float>(1.0 - std::pow(static_cast<double>(opt.beta1), t));
   const auto bias2 = static_cast<float>(1.0 - std::pow(static_cast<double>(opt.beta2), t));
   const bool lazy = opt.name == "lazy_adam";
+  const OpTable& o = ops_for(s.device);
   for (const ParamView& v : s.views) {
-    float* p = s.params.data() + v.offset;
-    const float* g = s.grads.data() + v.offset;
-    float* m = opt.velocity.data() + v.offset;
-    float* sq = opt.second_moment.data() + v.offset;
+    float* p = params_data(s) + v.offset;
+    const float* g = grads_data(s) + v.offset;
+    float* m = velocity_data(opt) + v.offset;
+    float* sq = second_moment_data(opt) + v.offset;
     if (lazy && ends_with(v.name, kLazyViewSuffix))
-      lazy_adam_update(p, g, m, sq, v.count, lr, opt.beta1, opt.beta2, opt.epsilon, bias1, bias2);
+      o.lazy_adam_update(p, g, m, sq, v.count, lr, opt.beta1, opt.beta2, opt.epsilon, bias1, bias2);
     else
-      adam_update(p, g, m, sq, v.count, lr, opt.beta1, opt.beta2, opt.epsilon, bias1, bias2);
+      o.adam_update(p, g, m, sq, v.count, lr, opt.beta1, opt.beta2, opt.epsilon, bias1, bias2);
   }
 }
 
@@ -38,9 +43,29 @@ void adam_step(Optimizer& opt, ParamStore& s, float lr) {
 
 void init_optimizer(Optimizer& opt, const ParamStore& s) {
   MLPD_CHECK(opt.name == "sgd" || opt.name == "lars" || is_adam(opt), "unknown optimizer " + opt.name);
-  opt.velocity.assign(s.params.size(), 0.0f);
-  if (is_adam(opt)) opt.second_moment.assign(s.params.size(), 0.0f);
+  opt.velocity.assign(s.param_count, 0.0f);
+  if (is_adam(opt)) opt.second_moment.assign(s.param_count, 0.0f);
   opt.steps = 0;
+  opt.device = s.device;
+  if (on_device(opt)) {
+    const size_t floats = opt.velocity.size() + opt.second_moment.size();
+    DeviceBytes moments = alloc_on(opt.device, floats * sizeof(float));
+    opt.device_moments = std::shared_ptr<std::byte>(moments.release(), moments.get_deleter());
+    opt.device_velocity = reinterpret_cast<float*>(opt.device_moments.get());
+    opt.device_second_moment = opt.device_velocity + opt.velocity.size();
+  }
+}
+
+void download_optimizer(Optimizer& opt) {
+  if (!on_device(opt)) return;
+  copy_to_host(opt.device, opt.velocity.data(), opt.device_velocity, opt.velocity.size() * sizeof(float));
+  copy_to_host(opt.device, opt.second_moment.data(), opt.device_second_moment, opt.second_moment.size() * sizeof(float));
+}
+
+void upload_optimizer(Optimizer& opt) {
+  if (!on_device(opt)) return;
+  copy_to_device(opt.device, opt.device_velocity, opt.velocity.data(), opt.velocity.size() * sizeof(float));
+  copy_to_device(opt.device, opt.device_second_moment, opt.second_moment.data(), opt.second_moment.size() * sizeof(float));
 }
 
 void optimizer_step(Optimizer& opt, ParamStore& s, float lr) {
@@ -48,16 +73,17 @@ void optimizer_step(Optimizer& opt, ParamStore& s, float lr) {
     adam_step(opt, s, lr);
     return;
   }
+  const OpTable& o = ops_for(s.device);
   for (const ParamView& v : s.views) {
-    float* p = s.params.data() + v.offset;
-    const float* g = s.grads.data() + v.offset;
-    float* m = opt.velocity.data() + v.offset;
+    float* p = params_data(s) + v.offset;
+    const float* g = grads_data(s) + v.offset;
+    float* m = velocity_data(opt) + v.offset;
     // MLPerf's reference ResNet applies no weight decay to biases and batch-norm parameters.
     const bool is_weight = v.kind == ParamKind::weight;
     if (opt.name == "sgd") {
-      sgd_momentum_update(p, g, m, v.count, lr, opt.momentum, is_weight ? opt.weight_decay : 0.0f);
+      o.sgd_momentum_update(p, g, m, v.count, lr, opt.momentum, is_weight ? opt.weight_decay : 0.0f);
     } else {
-      lars_update(p, g, m, v.count, lr, opt.momentum, opt.weight_decay, opt.lars_eta, opt.lars_epsilon, !is_weight);
+      o.lars_update(p, g, m, v.count, lr, opt.momentum, opt.weight_decay, opt.lars_eta, opt.lars_epsilon, !is_weight);
     }
   }
 }

@@ -1,6 +1,7 @@
 // Optimizers over the flat parameter buffer: one loop over the model's views.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ struct Optimizer {
   float epsilon = 1e-8f;
   std::vector<float> second_moment;  // Adam's v, same layout; allocated once by init_optimizer
   int64_t steps = 0;                 // completed Adam steps (bias correction uses steps + 1)
+  // On a GPU (the store's device) the moments live there; the vectors above are then host
+  // mirrors, current after download_optimizer (checkpoints) and pushed by upload_optimizer.
+  // Shared, so that Hyperparams stay copyable: copy an Optimizer only before init_optimizer.
+  Device device = Device::cpu;
+  std::shared_ptr<std::byte> device_moments;
+  float* device_velocity = nullptr;
+  float* device_second_moment = nullptr;
 };
 
 // LazyAdam (TensorFlow's LazyAdamOptimizer, as MLPerf's NCF submissions used it): in the views
@@ -33,7 +41,10 @@ struct Optimizer {
 // in practice; an element whose summed gradient happens to be 0.0 is simply left as is.
 inline constexpr const char* kLazyViewSuffix = "_embedding";
 
+// Sizes the moments like the store and places them on the store's device.
 void init_optimizer(Optimizer& opt, const ParamStore& s);
+void download_optimizer(Optimizer& opt);
+void upload_optimizer(Optimizer& opt);
 // One update with learning rate `lr` using the (already averaged) gradients.
 void optimizer_step(Optimizer& opt, ParamStore& s, float lr);
 

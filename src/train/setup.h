@@ -2,8 +2,9 @@
 // the same rules as results:
 //   resolve_run: defaults -> --config -> --set, the rules table (rank-dependent rows included) and
 //                the typed hyperparameters; on every rank, before any file is opened or data read.
-//   build_run:   the workload (data, model), its parameters (seeded, broadcast from rank 0), the
-//                optimizer and the communicator.
+//   build_run:   the device, the workload (data, model), its parameters (seeded on the host,
+//                broadcast from rank 0, then placed on the device), the optimizer and the
+//                communicator.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "comm/communicator.h"
 #include "comm/world.h"
+#include "kernels/device.h"
 #include "train/hyperparams.h"
 #include "workloads/registry.h"
 
@@ -25,6 +27,7 @@ struct RunRequest {
   std::string config_file;            // merged over the workload's defaults
   std::vector<std::string> sets;      // key=value overrides
   std::string data_dir = "data";
+  Device device = Device::cpu;        // --device
 };
 
 // The keys every run has, typed.
@@ -42,6 +45,7 @@ struct ResolvedRun {
   RunConfig run;
   Hyperparams hyper;       // schedule.steps_per_epoch is set by build_run
   double target = 0.0;     // the scale's quality target
+  Device device = Device::cpu;
 };
 
 // Throws UserError/RuleError (exit code 2) on a bad config, a broken rule or bad data, alike on
@@ -49,6 +53,7 @@ struct ResolvedRun {
 ResolvedRun resolve_run(const RunRequest& request, int rank, int ranks);
 
 struct BuiltRun {
+  DeviceContext device;    // the rank's device, opened before the workload allocates on it
   std::unique_ptr<Workload> workload;
   Hyperparams hyper;       // with the workload's steps per epoch
   std::unique_ptr<Communicator> comm;

@@ -15,6 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/fpu.h"
+#include "kernels/device.h"
 #include "mlperf/config.h"
 #include "mlperf/keys.h"
 #include "mlperf/mllog.h"
@@ -234,6 +235,8 @@ class TrainLoop final : public LoopServices {
 
   void checkpoint() {
     if (opts_.checkpoint_dir.empty()) return;
+    download_store(wl_.store);  // the host mirrors are what the file holds
+    download_optimizer(b_.hyper.optimizer);
     const std::string where = save_checkpoint(w_, opts_.checkpoint_dir, checkpoint_key(run_, w_), position_, wl_,
                                               b_.hyper.optimizer);
     spdlog::info("checkpoint after step {}: {}", position_.global_step, where);
@@ -288,7 +291,7 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
     trace->mark_s = t0;
     trace->first_in_step = true;
   }
-  std::fill(wl.store.grads.begin(), wl.store.grads.end(), 0.0f);
+  zero_grads(wl.store);
   grads_begin_step(comm);
   GradRouting routing{&comm, &wl.store, trace};
   const StepStats st = wl.train_step(epoch, step, GradReady{&routing, &route_grad_ready});
@@ -349,6 +352,7 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   comm_cfg.record_spans = !opts.trace_path.empty();
   built = build_run(w, run, comm_cfg);
   Workload& wl = *built.workload;
+  if (run.device != Device::cpu) spdlog::info("device: {}", built.device.description);
   Trace trace;
   trace.path = opts.trace_path;
   trace.max_steps = opts.trace_steps;
@@ -365,6 +369,8 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
     if (wl.has_own_driver())
       throw UserError("--resume: " + benchmark + " drives its own loop and does not resume from checkpoints yet", 2);
     start = load_checkpoint(w, opts.resume_dir, checkpoint_key(run, w), wl, built.hyper.optimizer);
+    upload_store(wl.store);
+    upload_optimizer(built.hyper.optimizer);
     mllog_event(log, keys::kMlpdResumedFrom,
                 {{"dir", opts.resume_dir}, {"global_step", start.global_step}, {"epoch", start.epoch},
                  {"step_in_epoch", start.step_in_epoch}});
@@ -409,6 +415,7 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
       spdlog::info("trace: {} step(s) of {} rank(s) in {}", trace.steps_traced, w.size, trace.path);
     }
   }
+  download_store(wl.store);
   if (rank0 && !opts.dump_params.empty())
     write_file_atomically(opts.dump_params, wl.store.params.data(), wl.store.params.size() * sizeof(float));
   check_replicas_agree(w, wl.store);

@@ -31,6 +31,7 @@ struct WorkloadContext {
   int ranks = 1;
   std::string scale = "mini";
   std::string data_dir = "data";
+  Device device = Device::cpu;  // where the model runs (kernels/device.h); the store starts on the host
 };
 
 // Called by backward when view `view`'s gradient is final. A plain function and context pointer:

@@ -5,6 +5,7 @@ source "$(dirname "$0")/lib/common.bash" "$@"
 for case in "bad size|-b 8X" "min above max|-b 1M -e 1K" "factor 1|-f 1" "no iterations|-n 0" \
             "unknown op|--op alltoall" "unknown backend|--backend tcp" "unknown precision|--precision fp8" \
             "too large for memory|-e 1024G" "side by side of a broadcast|--side-by-side --op broadcast" \
+            "unknown device|--device tpu" "side by side on the GPU|--device cuda --side-by-side" \
             "not a number|-n many"; do
   IFS='|' read -r what args <<< "$case"
   rc=0

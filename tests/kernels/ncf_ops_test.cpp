@@ -6,9 +6,7 @@
 #include <vector>
 
 #include "grad_check.h"
-#include "kernels/embedding.h"
-#include "kernels/ncf_ops.h"
-#include "kernels/optim.h"
+#include "kernels/ops.h"
 
 using namespace mlpd;
 using namespace mlpd::test;

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "comm/bench/harness.h"
-#include "comm/cuda/nccl_comm.h"
 #include "core/check.h"
+#include "kernels/device.h"
 #include "test_world.h"
 
 using namespace mlpd;
@@ -129,10 +129,24 @@ TEST(CommBenchHarness, BadOptionsAreUsageErrors) {
                      "--side-by-side runs allreduce only");
   // 1 TiB: more than half of any test machine's memory, refused before anything is allocated.
   expect_usage_error(with([](Options& o) { o.max_bytes = "1024G"; }), "more than half of its");
+  expect_usage_error(with([](Options& o) { o.device = "tpu"; }), "--device: 'tpu' is not a device (cpu or cuda)");
+  // On the GPU: NCCL's paths only, fp32, no host compute kernel (refused whether or not a GPU is here).
+  expect_usage_error(with([](Options& o) { o.device = "cuda", o.backend = "hierarchical"; }),
+                     "--device cuda: --backend hierarchical reduces host buffers");
+  expect_usage_error(with([](Options& o) { o.device = "cuda", o.side_by_side = true; }),
+                     "--device cuda: --side-by-side compares host paths");
+  expect_usage_error(with([](Options& o) { o.device = "cuda", o.overlap = true; }),
+                     "--device cuda: --overlap measures a host compute kernel");
+  expect_usage_error(with([](Options& o) { o.device = "cuda", o.bucketed = true, o.precision = "bf16"; }),
+                     "--device cuda: NCCL reduces fp32 only");
 #ifdef MLPD_HAVE_NCCL
-  if (nccl::device_count() == 0)
+  if (cuda_device_count() == 0) {
     expect_usage_error(with([](Options& o) { o.backend = "nccl"; }), "--backend nccl: no GPU visible");
+    expect_usage_error(with([](Options& o) { o.device = "cuda"; }), "--device cuda: no GPU visible");
+    expect_usage_error(with([](Options& o) { o.device = "cuda", o.bucketed = true; }), "--device cuda: no GPU visible");
+  }
 #else
   expect_usage_error(with([](Options& o) { o.backend = "nccl"; }), "--backend nccl: this build has no CUDA/NCCL");
+  expect_usage_error(with([](Options& o) { o.device = "cuda"; }), "--device cuda: this build has no CUDA/NCCL");
 #endif
 }

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/backend.h"
 #include "comm/collectives.h"
 #include "comm/communicator.h"
 #include "core/check.h"
@@ -267,4 +268,60 @@ TEST(Communicator, BadConfigIsAUserError) {
   CommConfig badp;
   badp.precision = "fp8";
   EXPECT_THROW(make_communicator(w, badp, s), UserError);
+}
+
+// A store on the GPU (here only marked so: its device buffers are never touched where nothing is
+// reduced, or where making the backend fails first): nccl in fp32 only, the same bucket layout as
+// on the CPU, the GPU's default cap; at 1 rank a step reduces nothing; at more ranks auto means nccl.
+TEST(Communicator, StoreOnTheGpuTakesNcclInFp32AndKeepsTheBucketLayout) {
+  World& w = world();
+  ParamStore host = make_store(14);
+  ParamStore gpu = make_store(14);
+  gpu.device = Device::cuda;
+  for (const char* be : {"mpi", "hierarchical"}) {
+    CommConfig cfg;
+    cfg.backend = be;
+    try {
+      make_communicator(w, cfg, gpu);
+      ADD_FAILURE() << be << " accepted a store on the GPU";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("use auto or nccl"), std::string::npos) << e.what();
+    }
+  }
+  CommConfig bf16;
+  bf16.precision = "bf16";
+  try {
+    make_communicator(w, bf16, gpu);
+    ADD_FAILURE() << "bf16 accepted for a store on the GPU";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("fp32 only"), std::string::npos) << e.what();
+  }
+  if (w.size > 1) {
+    if (nccl_device_count() > 0) GTEST_SKIP() << "a GPU is visible: the device path is tested in tests/gpu_mpi";
+    try {
+      make_communicator(w, CommConfig{}, gpu);
+      ADD_FAILURE() << "auto with a store on the GPU and no GPU was accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("nccl"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  CommConfig cfg;
+  cfg.bucket_mb = 0.3;
+  auto on_gpu = make_communicator(w, cfg, gpu);
+  auto on_cpu = make_communicator(w, cfg, host);
+  const auto a = buckets(*on_gpu), b = buckets(*on_cpu);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(a[k].offset, b[k].offset) << k;
+    EXPECT_EQ(a[k].count, b[k].count) << k;
+    EXPECT_EQ(a[k].backend, "none");
+  }
+  grads_begin_step(*on_gpu);
+  for (size_t v = gpu.views.size(); v > 0; --v) grad_ready(*on_gpu, gpu, v - 1);
+  grads_finish_step(*on_gpu, gpu);
+  EXPECT_TRUE(comm_progress(*on_gpu));
+  const std::string d = describe(*make_communicator(w, CommConfig{}, gpu));
+  EXPECT_NE(d.find("cap 25.0"), std::string::npos) << d;
+  EXPECT_NE(d.find("gradients on the GPU"), std::string::npos) << d;
 }

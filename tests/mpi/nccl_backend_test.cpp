@@ -1,5 +1,6 @@
-// NCCL backend: runs where a GPU is visible (one rank per GPU, or ranks sharing one), skips
-// elsewhere. Built whenever CUDA and NCCL are found.
+// NCCL backend on a host store (staged through the GPU): runs where a GPU per rank on the node is
+// visible (NCCL refuses two ranks on one GPU), skips elsewhere. Built everywhere; the device path
+// (a store on the GPU) is tested in tests/gpu_mpi.
 #include <gtest/gtest.h>
 
 #include "test_world.h"
@@ -19,6 +20,7 @@ World& world() { return test_world(); }
 TEST(NcclBackend, BucketedSumOfIntegerDataIsExact) {
   World& w = world();
   if (nccl_device_count() == 0) GTEST_SKIP() << "no GPU (or no NCCL in this build)";
+  if (nccl_device_count() < w.local_size) GTEST_SKIP() << "NCCL needs a GPU per rank: fewer GPUs than ranks here";
   ParamStore s;
   for (size_t n : {3u, 4097u, 300001u, 17u}) add_param(s, "p", n, ParamKind::weight);
   finalize_params(s);

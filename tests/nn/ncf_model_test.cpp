@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "../kernels/grad_check.h"
-#include "kernels/ncf_ops.h"
+#include "kernels/ops.h"
 #include "workloads/ncf/ncf_metric.h"
 #include "workloads/ncf/ncf_model.h"
 

@@ -6,15 +6,30 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "kernels/embedding.h"
-#include "kernels/ncf_ops.h"
-#include "kernels/ops.h"
+#include "kernels/device.h"
 
 namespace mlpd {
 
 namespace {
 
 size_t rows_x(int rows, int width) { return static_cast<size_t>(rows) * static_cast<size_t>(width); }
+
+// n zeroed floats on the model's device.
+float* floats(NeuMF& m, size_t n) {
+  if (m.spec.device == Device::cpu) {
+    m.storage.emplace_back(n, 0.0f);
+    return m.storage.back().data();
+  }
+  m.device_storage.push_back(alloc_on(m.spec.device, n * sizeof(float)));
+  return as<float>(m.device_storage.back());
+}
+
+// Host indices where the ops read them: copied into `device` on a GPU.
+const int32_t* indices_on_device(const NeuMF& m, const int32_t* host, int32_t* device, int n) {
+  if (m.spec.device == Device::cpu) return host;
+  copy_to_device(m.spec.device, device, host, sizeof(int32_t) * static_cast<size_t>(n));
+  return device;
+}
 
 }  // namespace
 
@@ -47,22 +62,33 @@ std::unique_ptr<NeuMF> build_neumf(const NeuMFSpec& spec, ParamStore& store) {
 
   const int B = spec.max_batch;
   const int widest = *std::max_element(L.begin(), L.end());
-  m->gmf_u.assign(rows_x(B, spec.mf_dim), 0.0f);
-  m->gmf_i.assign(rows_x(B, spec.mf_dim), 0.0f);
-  m->x0.assign(rows_x(B, L[0]), 0.0f);
-  for (size_t j = 1; j < L.size(); ++j) m->h.emplace_back(rows_x(B, L[j]), 0.0f);
-  m->z.assign(rows_x(B, zw), 0.0f);
-  m->logits.assign(static_cast<size_t>(B), 0.0f);
-  m->dz.assign(rows_x(B, zw), 0.0f);
-  m->dgmf_u.assign(rows_x(B, spec.mf_dim), 0.0f);
-  m->dgmf_i.assign(rows_x(B, spec.mf_dim), 0.0f);
-  m->dh_a.assign(rows_x(B, widest), 0.0f);
-  m->dh_b.assign(rows_x(B, widest), 0.0f);
-  m->dx0.assign(rows_x(B, L[0]), 0.0f);
+  m->ops = &ops_for(spec.device);
+  NeuMF& r = *m;
+  r.gmf_u = floats(r, rows_x(B, spec.mf_dim));
+  r.gmf_i = floats(r, rows_x(B, spec.mf_dim));
+  r.x0 = floats(r, rows_x(B, L[0]));
+  for (size_t j = 1; j < L.size(); ++j) r.h.push_back(floats(r, rows_x(B, L[j])));
+  r.z = floats(r, rows_x(B, zw));
+  r.logits = floats(r, static_cast<size_t>(B));
+  r.dz = floats(r, rows_x(B, zw));
+  r.dgmf_u = floats(r, rows_x(B, spec.mf_dim));
+  r.dgmf_i = floats(r, rows_x(B, spec.mf_dim));
+  r.dh_a = floats(r, rows_x(B, widest));
+  r.dh_b = floats(r, rows_x(B, widest));
+  r.dx0 = floats(r, rows_x(B, L[0]));
+  if (spec.device != Device::cpu) {
+    // Two index buffers of B int32 each, carved from one float-sized allocation.
+    auto* idx = reinterpret_cast<int32_t*>(floats(r, 2 * static_cast<size_t>(B)));
+    r.device_users = idx;
+    r.device_items = idx + B;
+    r.eval_users.assign(static_cast<size_t>(B), 0);
+    r.host_scores.assign(static_cast<size_t>(B), 0.0f);
+  }
   return m;
 }
 
 void init_neumf(const NeuMF& m, ParamStore& store, uint64_t seed) {
+  MLPD_CHECK(!on_device(store), "init_neumf writes the host buffers: call it before place_store_on");
   const auto& L = m.spec.mlp_layers;
   uint64_t stream = 1;
   auto normal = [&](size_t view, float stddev) {
@@ -89,66 +115,76 @@ void init_neumf(const NeuMF& m, ParamStore& store, uint64_t seed) {
 
 const float* neumf_forward(NeuMF& m, const ParamStore& store, const int32_t* users, const int32_t* items, int n) {
   MLPD_CHECK(n >= 0 && n <= m.spec.max_batch, "NeuMF batch exceeds the model's max batch");
+  const OpTable& o = *m.ops;
   const auto& L = m.spec.mlp_layers;
   const int F = m.spec.mf_dim, E = L[0] / 2, zw = F + L.back();
-  embedding_gather(param_ptr(store, m.gmf_user), F, users, n, m.gmf_u.data(), F);
-  embedding_gather(param_ptr(store, m.gmf_item), F, items, n, m.gmf_i.data(), F);
-  embedding_gather(param_ptr(store, m.mlp_user), E, users, n, m.x0.data(), L[0]);
-  embedding_gather(param_ptr(store, m.mlp_item), E, items, n, m.x0.data() + E, L[0]);
-  const float* x = m.x0.data();
+  users = indices_on_device(m, users, m.device_users, n);
+  items = indices_on_device(m, items, m.device_items, n);
+  o.embedding_gather(param_ptr(store, m.gmf_user), F, users, n, m.gmf_u, F);
+  o.embedding_gather(param_ptr(store, m.gmf_item), F, items, n, m.gmf_i, F);
+  o.embedding_gather(param_ptr(store, m.mlp_user), E, users, n, m.x0, L[0]);
+  o.embedding_gather(param_ptr(store, m.mlp_item), E, items, n, m.x0 + E, L[0]);
+  const float* x = m.x0;
   for (size_t j = 1; j < L.size(); ++j) {
-    float* y = m.h[j - 1].data();
-    linear_forward(x, n, L[j - 1], L[j], param_ptr(store, m.w[j - 1]), param_ptr(store, m.b[j - 1]), y);
-    relu_forward(y, y, rows_x(n, L[j]));
+    float* y = m.h[j - 1];
+    o.linear_forward(x, n, L[j - 1], L[j], param_ptr(store, m.w[j - 1]), param_ptr(store, m.b[j - 1]), y);
+    o.relu_forward(y, y, rows_x(n, L[j]));
     x = y;
   }
   // z = [GMF, MLP out]
-  gmf_forward(m.gmf_u.data(), F, m.gmf_i.data(), F, n, F, m.z.data(), zw);
-  const int Lk = L.back();
-  for (int i = 0; i < n; ++i) std::memcpy(m.z.data() + rows_x(i, zw) + F, x + rows_x(i, Lk), sizeof(float) * Lk);
-  linear_forward(m.z.data(), n, zw, 1, param_ptr(store, m.final_w), param_ptr(store, m.final_b), m.logits.data());
-  return m.logits.data();
+  o.gmf_forward(m.gmf_u, F, m.gmf_i, F, n, F, m.z, zw);
+  o.copy_rows(x, L.back(), n, L.back(), m.z + F, zw);
+  o.linear_forward(m.z, n, zw, 1, param_ptr(store, m.final_w), param_ptr(store, m.final_b), m.logits);
+  return m.logits;
 }
 
 void neumf_backward(NeuMF& m, ParamStore& store, const int32_t* users, const int32_t* items, int n,
                     const float* dlogits, const std::function<void(size_t)>& ready) {
+  const OpTable& o = *m.ops;
   const auto& L = m.spec.mlp_layers;
   const int F = m.spec.mf_dim, E = L[0] / 2, zw = F + L.back(), Lk = L.back();
   auto done = [&](size_t view) {
     if (ready) ready(view);
   };
-  linear_backward(m.z.data(), dlogits, n, zw, 1, param_ptr(store, m.final_w), m.dz.data(), grad_ptr(store, m.final_w),
-                  grad_ptr(store, m.final_b));
+  // The forward of this batch copied its indices up already (same n, same order).
+  if (m.spec.device != Device::cpu) {
+    users = m.device_users;
+    items = m.device_items;
+  }
+  o.linear_backward(m.z, dlogits, n, zw, 1, param_ptr(store, m.final_w), m.dz, grad_ptr(store, m.final_w),
+                    grad_ptr(store, m.final_b));
   done(m.final_b);
   done(m.final_w);
   // MLP branch: dh = dz[:, F:], then down the tower.
-  float* dh = m.dh_a.data();
-  float* other = m.dh_b.data();
-  for (int i = 0; i < n; ++i) std::memcpy(dh + rows_x(i, Lk), m.dz.data() + rows_x(i, zw) + F, sizeof(float) * Lk);
+  float* dh = m.dh_a;
+  float* other = m.dh_b;
+  o.copy_rows(m.dz + F, zw, n, Lk, dh, Lk);
   for (size_t j = L.size() - 1; j >= 1; --j) {
-    const float* y = m.h[j - 1].data();
-    relu_backward(y, dh, dh, rows_x(n, L[j]));
-    const float* x = j >= 2 ? m.h[j - 2].data() : m.x0.data();
-    float* dx = j >= 2 ? other : m.dx0.data();
-    linear_backward(x, dh, n, L[j - 1], L[j], param_ptr(store, m.w[j - 1]), dx, grad_ptr(store, m.w[j - 1]),
-                    grad_ptr(store, m.b[j - 1]));
+    const float* y = m.h[j - 1];
+    o.relu_backward(y, dh, dh, rows_x(n, L[j]));
+    const float* x = j >= 2 ? m.h[j - 2] : m.x0;
+    float* dx = j >= 2 ? other : m.dx0;
+    o.linear_backward(x, dh, n, L[j - 1], L[j], param_ptr(store, m.w[j - 1]), dx, grad_ptr(store, m.w[j - 1]),
+                      grad_ptr(store, m.b[j - 1]));
     done(m.b[j - 1]);
     done(m.w[j - 1]);
     std::swap(dh, other);
   }
-  embedding_scatter_add(grad_ptr(store, m.mlp_item), E, items, n, m.dx0.data() + E, L[0]);
+  o.embedding_scatter_add(grad_ptr(store, m.mlp_item), E, items, n, m.dx0 + E, L[0]);
   done(m.mlp_item);
-  embedding_scatter_add(grad_ptr(store, m.mlp_user), E, users, n, m.dx0.data(), L[0]);
+  o.embedding_scatter_add(grad_ptr(store, m.mlp_user), E, users, n, m.dx0, L[0]);
   done(m.mlp_user);
   // GMF branch.
-  gmf_backward(m.gmf_u.data(), F, m.gmf_i.data(), F, m.dz.data(), zw, n, F, m.dgmf_u.data(), m.dgmf_i.data());
-  embedding_scatter_add(grad_ptr(store, m.gmf_item), F, items, n, m.dgmf_i.data(), F);
+  o.gmf_backward(m.gmf_u, F, m.gmf_i, F, m.dz, zw, n, F, m.dgmf_u, m.dgmf_i);
+  o.embedding_scatter_add(grad_ptr(store, m.gmf_item), F, items, n, m.dgmf_i, F);
   done(m.gmf_item);
-  embedding_scatter_add(grad_ptr(store, m.gmf_user), F, users, n, m.dgmf_u.data(), F);
+  o.embedding_scatter_add(grad_ptr(store, m.gmf_user), F, users, n, m.dgmf_u, F);
   done(m.gmf_user);
 }
 
 void neumf_eval_prepare(NeuMF& m, const ParamStore& store) {
+  m.eval_prepared = true;
+  if (m.spec.device != Device::cpu) return;  // the GPU scores through neumf_forward
   const auto& L = m.spec.mlp_layers;
   const int E = L[0] / 2, L1 = L[1];
   const int items = static_cast<int>(m.spec.items);
@@ -161,13 +197,19 @@ void neumf_eval_prepare(NeuMF& m, const ParamStore& store) {
 
 const float* neumf_score_user(NeuMF& m, const ParamStore& store, int32_t user, const int32_t* items, int n) {
   MLPD_CHECK(n >= 0 && n <= m.spec.max_batch, "NeuMF batch exceeds the model's max batch");
-  MLPD_CHECK(!m.item_l1.empty(), "neumf_score_user before neumf_eval_prepare");
+  MLPD_CHECK(m.eval_prepared, "neumf_score_user before neumf_eval_prepare");
+  if (m.spec.device != Device::cpu) {
+    std::fill_n(m.eval_users.begin(), n, user);
+    const float* scores = neumf_forward(m, store, m.eval_users.data(), items, n);
+    copy_to_host(m.spec.device, m.host_scores.data(), scores, sizeof(float) * static_cast<size_t>(n));
+    return m.host_scores.data();
+  }
   const auto& L = m.spec.mlp_layers;
   const int F = m.spec.mf_dim, E = L[0] / 2, L1 = L[1], zw = F + L.back();
   // User half of layer 1 plus its bias.
   linear_forward(param_ptr(store, m.mlp_user) + rows_x(user, E), 1, E, L1, param_ptr(store, m.w[0]),
                  param_ptr(store, m.b[0]), m.user_l1.data());
-  float* h1 = m.h[0].data();
+  float* h1 = m.h[0];
   for (int i = 0; i < n; ++i) {
     const float* __restrict a = m.item_l1.data() + rows_x(items[i], L1);
     const float* __restrict u = m.user_l1.data();
@@ -176,23 +218,23 @@ const float* neumf_score_user(NeuMF& m, const ParamStore& store, int32_t user, c
   }
   const float* x = h1;
   for (size_t j = 2; j < L.size(); ++j) {
-    float* y = m.h[j - 1].data();
+    float* y = m.h[j - 1];
     linear_forward(x, n, L[j - 1], L[j], param_ptr(store, m.w[j - 1]), param_ptr(store, m.b[j - 1]), y);
     relu_forward(y, y, rows_x(n, L[j]));
     x = y;
   }
   // GMF: the user's vector times each item's.
   const float* pu = param_ptr(store, m.gmf_user) + rows_x(user, F);
-  embedding_gather(param_ptr(store, m.gmf_item), F, items, n, m.gmf_i.data(), F);
+  embedding_gather(param_ptr(store, m.gmf_item), F, items, n, m.gmf_i, F);
   const int Lk = L.back();
   for (int i = 0; i < n; ++i) {
-    float* zr = m.z.data() + rows_x(i, zw);
-    const float* qi = m.gmf_i.data() + rows_x(i, F);
+    float* zr = m.z + rows_x(i, zw);
+    const float* qi = m.gmf_i + rows_x(i, F);
     for (int j = 0; j < F; ++j) zr[j] = pu[j] * qi[j];
     std::memcpy(zr + F, x + rows_x(i, Lk), sizeof(float) * Lk);
   }
-  linear_forward(m.z.data(), n, zw, 1, param_ptr(store, m.final_w), param_ptr(store, m.final_b), m.logits.data());
-  return m.logits.data();
+  linear_forward(m.z, n, zw, 1, param_ptr(store, m.final_w), param_ptr(store, m.final_b), m.logits);
+  return m.logits;
 }
 
 std::string neumf_summary(const NeuMF& m, const ParamStore& store) {

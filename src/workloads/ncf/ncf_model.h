@@ -8,12 +8,15 @@
 // model, sized for max_batch rows at build: no allocation in a step.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/param_store.h"
+#include "core/tensor.h"
+#include "kernels/op_table.h"
 
 namespace mlpd {
 
@@ -23,31 +26,43 @@ struct NeuMFSpec {
   int mf_dim = 64;
   std::vector<int> mlp_layers{256, 256, 128, 64};
   int max_batch = 0;
+  Device device = Device::cpu;  // where activations live and ops run (the store is placed by the caller)
 };
 
 struct NeuMF {
   NeuMFSpec spec;
+  const OpTable* ops = nullptr;
   size_t gmf_user = 0, gmf_item = 0, mlp_user = 0, mlp_item = 0;  // embedding views
   std::vector<size_t> w, b;                                      // MLP layer j (1..k) at j-1
   size_t final_w = 0, final_b = 0;
-  // Forward activations, [max_batch, width] each.
-  std::vector<float> gmf_u, gmf_i;  // gathered GMF embeddings
-  std::vector<float> x0;            // [p_u^M, q_i^M]
-  std::vector<std::vector<float>> h;  // h[j-1]: output of MLP layer j after ReLU
-  std::vector<float> z;             // [GMF, MLP out]
-  std::vector<float> logits;
+  // Forward activations on the device, [max_batch, width] each.
+  float* gmf_u = nullptr;        // gathered GMF embeddings
+  float* gmf_i = nullptr;
+  float* x0 = nullptr;           // [p_u^M, q_i^M]
+  std::vector<float*> h;         // h[j-1]: output of MLP layer j after ReLU
+  float* z = nullptr;            // [GMF, MLP out]
+  float* logits = nullptr;
   // Backward scratch.
-  std::vector<float> dz, dgmf_u, dgmf_i, dh_a, dh_b, dx0;
-  // Evaluation: the item half of the first MLP layer, q_i^M * W1[E:2E, :], for every item.
+  float *dz = nullptr, *dgmf_u = nullptr, *dgmf_i = nullptr, *dh_a = nullptr, *dh_b = nullptr, *dx0 = nullptr;
+  // On a GPU: the batch's indices copied up, and one user's scores copied back for the metric.
+  int32_t* device_users = nullptr;
+  int32_t* device_items = nullptr;
+  std::vector<int32_t> eval_users;
+  std::vector<float> host_scores;
+  // CPU evaluation: the item half of the first MLP layer, q_i^M * W1[E:2E, :], for every item.
   std::vector<float> item_l1;  // [items, L1], filled by neumf_eval_prepare
   std::vector<float> user_l1;  // [L1]
+  bool eval_prepared = false;
+  std::deque<std::vector<float>> storage;   // CPU buffers
+  std::vector<DeviceBytes> device_storage;  // GPU buffers
 };
 
 std::unique_ptr<NeuMF> build_neumf(const NeuMFSpec& spec, ParamStore& store);
 // MLPerf reference init: embeddings N(0, 0.01); MLP weights Glorot uniform; final weights LeCun
 // uniform; biases 0. Deterministic in the seed.
 void init_neumf(const NeuMF& m, ParamStore& store, uint64_t seed);
-// Logits [n] (pointer into the model) for the (user, item) pairs. n <= max_batch.
+// Logits [n] (device pointer into the model) for the (user, item) pairs, indices in HOST memory
+// (copied up on a GPU). n <= max_batch.
 const float* neumf_forward(NeuMF& m, const ParamStore& store, const int32_t* users, const int32_t* items, int n);
 // Accumulates parameter gradients from dlogits [n], after neumf_forward on the same batch.
 // ready (nullable) is called with each view as soon as its gradient is final, in reverse view
@@ -57,7 +72,9 @@ void neumf_backward(NeuMF& m, ParamStore& store, const int32_t* users, const int
 // Evaluation scoring, exact up to float rounding and cheaper than neumf_forward: the first MLP
 // layer splits into a user half (once per user) and an item half (once per evaluation, for all
 // items), so each (user, item) pair costs the layers after the first. Call neumf_eval_prepare
-// once after the parameters change, then neumf_score_user for each user (n <= max_batch).
+// once after the parameters change, then neumf_score_user for each user (n <= max_batch); it
+// returns HOST scores. On a GPU the scores come from neumf_forward on (user, item) pairs instead
+// (the same function up to float rounding) and are copied back.
 void neumf_eval_prepare(NeuMF& m, const ParamStore& store);
 const float* neumf_score_user(NeuMF& m, const ParamStore& store, int32_t user, const int32_t* items, int n);
 std::string neumf_summary(const NeuMF& m, const ParamStore& store);

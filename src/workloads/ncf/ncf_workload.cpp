@@ -16,7 +16,7 @@
 #include "core/rng.h"
 #include "datasets/movielens.h"
 #include "datasets/sampling.h"
-#include "kernels/ncf_ops.h"
+#include "kernels/device.h"
 #include "workloads/ncf/ncf_config.h"
 #include "workloads/ncf/ncf_metric.h"
 #include "workloads/ncf/ncf_model.h"
@@ -36,7 +36,11 @@ struct NcfWorkload final : Workload {
   std::vector<int64_t> perm;
   int perm_epoch = -1;
   std::vector<int32_t> users, items;
-  std::vector<float> labels, dlogits;
+  std::vector<float> labels;
+  Device device = Device::cpu;
+  const OpTable* ops = &cpu_ops();
+  DeviceBytes device_labels = no_device_bytes();  // [max_batch] on a GPU
+  DeviceBytes dlogits = no_device_bytes();        // [max_batch] on the device
   int rank = 0;
   int ranks = 1;
   int negatives = 4;
@@ -80,10 +84,15 @@ StepStats NcfWorkload::train_step(int epoch, int64_t batch, GradReady ready) {
   }
   const float* logits = neumf_forward(*s.net, store, s.users.data(), s.items.data(), n);
   StepStats st;
-  st.loss_sum = sigmoid_bce(logits, s.labels.data(), n, 1.0f / static_cast<float>(facts.global_batch), s.dlogits.data());
+  const float* y = s.labels.data();
+  if (s.device != Device::cpu) {
+    copy_to_device(s.device, s.device_labels.get(), y, sizeof(float) * static_cast<size_t>(n));
+    y = as<float>(s.device_labels);
+  }
+  st.loss_sum = s.ops->sigmoid_bce(logits, y, n, 1.0f / static_cast<float>(facts.global_batch), as<float>(s.dlogits));
   st.loss_weight = n;
   st.work = n;
-  neumf_backward(*s.net, store, s.users.data(), s.items.data(), n, s.dlogits.data(),
+  neumf_backward(*s.net, store, s.users.data(), s.items.data(), n, as<float>(s.dlogits),
                  [&ready](size_t view) { ready(view); });
   return st;
 }
@@ -135,6 +144,9 @@ std::unique_ptr<Workload> make_ncf_workload(const WorkloadContext& ctx, const nl
   spec.mlp_layers = cfg.mlp_layer_sizes;
   // Room for the training slice and for one user's eval list.
   spec.max_batch = std::max(local, s->data.eval_negatives + 1);
+  spec.device = ctx.device;
+  s->device = ctx.device;
+  s->ops = &ops_for(ctx.device);
   s->net = build_neumf(spec, s->store);
   finalize_params(s->store);
   f.model_summary = neumf_summary(*s->net, s->store) + ", " + std::to_string(s->negatives) +
@@ -144,7 +156,8 @@ std::unique_ptr<Workload> make_ncf_workload(const WorkloadContext& ctx, const nl
   s->users.assign(mb, 0);
   s->items.assign(mb, 0);
   s->labels.assign(mb, 0.0f);
-  s->dlogits.assign(mb, 0.0f);
+  s->dlogits = alloc_on(ctx.device, sizeof(float) * mb);
+  if (ctx.device != Device::cpu) s->device_labels = alloc_on(ctx.device, sizeof(float) * mb);
   return s;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "kernels/device.h"
 #include "nn/layers.h"
 
 namespace mlpd {
@@ -42,7 +43,9 @@ struct ResNet {
   std::vector<Block> blocks;
   nn::GlobalAvgPool gap;
   nn::Linear fc;
-  std::deque<std::vector<float>> storage;  // activation buffers: stable addresses
+  const OpTable* ops = nullptr;            // the spec's device
+  std::deque<std::vector<float>> storage;  // CPU activation buffers: stable addresses
+  std::vector<DeviceBytes> device_storage; // GPU activation buffers
   float* input = nullptr;
   size_t input_per_image = 0;
   float* grad_buf[4] = {};
@@ -54,10 +57,18 @@ struct ResNet {
   std::vector<size_t> state_mean_views, state_var_views;
   int last_n = 0;
 
+  // n zeroed floats on the model's device.
+  float* floats(size_t n) {
+    if (spec.device == Device::cpu) {
+      storage.emplace_back(n, 0.0f);
+      return storage.back().data();
+    }
+    device_storage.push_back(alloc_on(spec.device, n * sizeof(float)));
+    return as<float>(device_storage.back());
+  }
   float* alloc(size_t per_image) {
-    storage.emplace_back(per_image * size_t(spec.max_batch), 0.0f);
     max_act_per_image = std::max(max_act_per_image, per_image);
-    return storage.back().data();
+    return floats(per_image * size_t(spec.max_batch));
   }
 };
 
@@ -78,8 +89,7 @@ ConvBn add_conv_bn(ResNet& net, ParamStore& s, const std::string& name, const fl
   u.bn.x = u.conv.y;
   u.bn.y = net.alloc(u.out_per_image);
   u.bn.relu = relu;
-  net.storage.emplace_back(size_t(2) * c_out, 0.0f);
-  u.bn.save_mean = net.storage.back().data();
+  u.bn.save_mean = net.floats(size_t(2) * c_out);
   u.bn.save_invstd = u.bn.save_mean + c_out;
   net.flops += 2.0 * double(oh) * ow * k * k * c_in * c_out;
   net.conv_views.push_back(u.conv.w);
@@ -137,6 +147,7 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
              "resnet: bad spec");
   auto net = std::make_unique<ResNet>();
   net->spec = spec;
+  net->ops = &ops_for(spec.device);
   const size_t first_param = s.views.size();
   net->input_per_image = size_t(spec.in_h) * spec.in_w * spec.in_c;
   net->input = net->alloc(net->input_per_image);
@@ -187,25 +198,20 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
   net->gap.hw = h * w;
   net->gap.c = c;
   net->gap.x = x;
-  net->storage.emplace_back(size_t(spec.max_batch) * c, 0.0f);
-  net->gap.y = net->storage.back().data();
+  net->gap.y = net->floats(size_t(spec.max_batch) * c);
   net->fc = nn::make_linear(s, "fc", c, spec.num_classes);
   net->fc.x = net->gap.y;
-  net->storage.emplace_back(size_t(spec.max_batch) * spec.num_classes, 0.0f);
-  net->fc.y = net->storage.back().data();
+  net->fc.y = net->floats(size_t(spec.max_batch) * spec.num_classes);
   net->flops += 2.0 * double(c) * spec.num_classes;
-  net->storage.emplace_back(size_t(spec.max_batch) * c, 0.0f);
-  net->dfeat = net->storage.back().data();
-  for (int i = 0; i < 4; ++i) {
-    net->storage.emplace_back(net->max_act_per_image * size_t(spec.max_batch), 0.0f);
-    net->grad_buf[i] = net->storage.back().data();
-  }
+  net->dfeat = net->floats(size_t(spec.max_batch) * c);
+  for (int i = 0; i < 4; ++i) net->grad_buf[i] = net->floats(net->max_act_per_image * size_t(spec.max_batch));
   for (size_t v = first_param; v < s.views.size(); ++v) net->n_params += s.views[v].count;
   return net;
 }
 
 void init_resnet(ResNet& net, ParamStore& s, uint64_t seed) {
   MLPD_CHECK(s.finalized, "init_resnet before finalize_params");
+  MLPD_CHECK(!on_device(s), "init_resnet writes the host buffers: call it before place_store_on");
   auto fill_normal = [&](size_t view, float std) {
     Rng r{seed, view};
     float* p = param_ptr(s, view);
@@ -244,7 +250,7 @@ void init_resnet(ResNet& net, ParamStore& s, uint64_t seed) {
 size_t resnet_arena_bytes(const ResNet& net, int batch) {
   size_t floats = 0;
   auto unit = [&](const ConvBn& u) {
-    floats = std::max(floats, nn::scratch_floats(u.conv, batch));
+    floats = std::max(floats, nn::scratch_floats(*net.ops, u.conv, batch));
     floats = std::max(floats, size_t(6) * u.bn.c + 64);  // BN backward: 2 double + 3 float vectors
   };
   unit(net.stem);
@@ -257,9 +263,9 @@ size_t resnet_arena_bytes(const ResNet& net, int batch) {
 
 namespace {
 
-void unit_forward(const ConvBn& u, ParamStore& s, Arena& a, int n, bool train) {
-  nn::forward(u.conv, s, a, n);
-  nn::forward(u.bn, s, n, train);
+void unit_forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, bool train) {
+  nn::forward(o, u.conv, s, a, n);
+  nn::forward(o, u.bn, s, n, train);
 }
 
 }  // namespace
@@ -267,15 +273,16 @@ void unit_forward(const ConvBn& u, ParamStore& s, Arena& a, int n, bool train) {
 const float* resnet_forward(ResNet& net, ParamStore& s, Arena& a, const float* x, int n, bool train) {
   MLPD_CHECK(n > 0 && n <= net.spec.max_batch, "resnet_forward: batch " + std::to_string(n) +
                                                    " outside [1, max_batch]");
-  std::memcpy(net.input, x, sizeof(float) * net.input_per_image * size_t(n));
-  unit_forward(net.stem, s, a, n, train);
-  if (net.has_maxpool) nn::forward(net.pool, n);
+  const OpTable& o = *net.ops;
+  copy_to_device(net.spec.device, net.input, x, sizeof(float) * net.input_per_image * size_t(n));
+  unit_forward(o, net.stem, s, a, n, train);
+  if (net.has_maxpool) nn::forward(o, net.pool, n);
   for (const Block& b : net.blocks) {
-    if (b.has_proj) unit_forward(b.proj, s, a, n, train);  // the residual the last BN adds
-    for (const ConvBn& u : b.main) unit_forward(u, s, a, n, train);
+    if (b.has_proj) unit_forward(o, b.proj, s, a, n, train);  // the residual the last BN adds
+    for (const ConvBn& u : b.main) unit_forward(o, u, s, a, n, train);
   }
-  nn::forward(net.gap, n);
-  nn::forward(net.fc, s, n);
+  nn::forward(o, net.gap, n);
+  nn::forward(o, net.fc, s, n);
   net.last_n = train ? n : 0;
   return net.fc.y;
 }
@@ -305,14 +312,15 @@ struct BufPool {
 void resnet_backward(ResNet& net, ParamStore& s, Arena& a, const float* dlogits, int n,
                      const std::function<void(size_t)>& ready) {
   MLPD_CHECK(n == net.last_n, "resnet_backward: needs a train-mode forward of the same batch");
+  const OpTable& o = *net.ops;
   BufPool pool{{net.grad_buf[0], net.grad_buf[1], net.grad_buf[2], net.grad_buf[3]}};
-  nn::backward(net.fc, s, n, dlogits, net.dfeat);
+  nn::backward(o, net.fc, s, n, dlogits, net.dfeat);
   ready(net.fc.b);
   ready(net.fc.w);
   float* dout = pool.take();
-  nn::backward(net.gap, n, net.dfeat, dout);
+  nn::backward(o, net.gap, n, net.dfeat, dout);
   auto bn_back = [&](const ConvBn& u, const float* dy, float* dx) {
-    nn::backward(u.bn, s, a, n, dy, dx);
+    nn::backward(o, u.bn, s, a, n, dy, dx);
     ready(u.bn.beta);
     ready(u.bn.gamma);
   };
@@ -321,13 +329,13 @@ void resnet_backward(ResNet& net, ParamStore& s, Arena& a, const float* dlogits,
     // g = dout masked by the block's final ReLU: the gradient of both the main path's last BN
     // output and of the shortcut.
     float* g = dout;
-    relu_backward(b.out, g, g, b.out_per_image * size_t(n));
+    o.relu_backward(b.out, g, g, b.out_per_image * size_t(n));
     float* din;
     if (b.has_proj) {
       float* t = pool.take();
       bn_back(b.proj, g, t);
       din = pool.take();
-      nn::backward(b.proj.conv, s, a, n, t, din, false);
+      nn::backward(o, b.proj.conv, s, a, n, t, din, false);
       ready(b.proj.conv.w);
       pool.give(t);
     } else {
@@ -340,10 +348,10 @@ void resnet_backward(ResNet& net, ParamStore& s, Arena& a, const float* dlogits,
       bn_back(u, dy, t);  // the unit's own ReLU mask (if any) is fused here
       if (dy != g) pool.give(const_cast<float*>(dy));
       if (ui == 0) {
-        nn::backward(u.conv, s, a, n, t, din, true);
+        nn::backward(o, u.conv, s, a, n, t, din, true);
       } else {
         float* dx = pool.take();
-        nn::backward(u.conv, s, a, n, t, dx, false);
+        nn::backward(o, u.conv, s, a, n, t, dx, false);
         dy = dx;
       }
       ready(u.conv.w);
@@ -354,13 +362,13 @@ void resnet_backward(ResNet& net, ParamStore& s, Arena& a, const float* dlogits,
   }
   if (net.has_maxpool) {
     float* d = pool.take();
-    nn::backward(net.pool, n, dout, d);
+    nn::backward(o, net.pool, n, dout, d);
     pool.give(dout);
     dout = d;
   }
   float* t = pool.take();
   bn_back(net.stem, dout, t);
-  nn::backward(net.stem.conv, s, a, n, t, nullptr);
+  nn::backward(o, net.stem.conv, s, a, n, t, nullptr);
   ready(net.stem.conv.w);
   pool.give(t);
   pool.give(dout);

@@ -10,6 +10,7 @@
 
 #include "core/arena.h"
 #include "core/param_store.h"
+#include "core/tensor.h"
 
 namespace mlpd {
 
@@ -22,6 +23,7 @@ struct ResNetSpec {
   float bn_momentum = 0.9f;   // running = momentum*running + (1-momentum)*batch
   float bn_epsilon = 1e-5f;
   bool zero_init_residual_gamma = false;  // last BN gamma of each block starts at 0
+  Device device = Device::cpu;  // where activations live and ops run (the store is placed by the caller)
 };
 
 struct ResNet;  // opaque; defined in the .cpp
@@ -36,11 +38,12 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& store);
 void init_resnet(ResNet& net, ParamStore& store, uint64_t seed);
 // Bytes of arena scratch one forward+backward of `batch` needs.
 size_t resnet_arena_bytes(const ResNet& net, int batch);
-// x: [n, in_h, in_w, in_c] NHWC, n <= max_batch (copied in; need not outlive the call). Returns
-// logits [n, num_classes], valid until the next forward. train=true uses and updates batch stats.
+// x: [n, in_h, in_w, in_c] NHWC in HOST memory, n <= max_batch (copied to the device; need not
+// outlive the call). Returns logits [n, num_classes] on the device, valid until the next forward.
+// train=true uses and updates batch stats. The arena is the device's (arena_init_on).
 const float* resnet_forward(ResNet& net, ParamStore& store, Arena& arena, const float* x, int n,
                             bool train);
-// dlogits [n, num_classes] for the last train-mode forward of the same n. ADDS parameter
+// dlogits [n, num_classes] (device) for the last train-mode forward of the same n. ADDS parameter
 // gradients into store.grads and calls on_grad_ready(view) once per param view, in exact reverse
 // registration order, as soon as that view's gradient is final for this call.
 void resnet_backward(ResNet& net, ParamStore& store, Arena& arena, const float* dlogits, int n,

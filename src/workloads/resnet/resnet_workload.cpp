@@ -8,7 +8,7 @@
 #include "datasets/image_dataset.h"
 #include "datasets/prefetcher.h"
 #include "datasets/sampling.h"
-#include "kernels/ops.h"
+#include "kernels/device.h"
 #include "workloads/resnet/resnet_config.h"
 #include "workloads/resnet/resnet_model.h"
 #include "workloads/registry.h"
@@ -29,7 +29,10 @@ struct ResnetWorkload final : Workload {
   int perm_epoch = -1;
   std::vector<float> eval_x;
   std::vector<int32_t> eval_y;
-  std::vector<float> dlogits;
+  Device device = Device::cpu;
+  const OpTable* ops = &cpu_ops();
+  DeviceBytes labels = no_device_bytes();   // [span] int32 on the device (CUDA only)
+  DeviceBytes dlogits = no_device_bytes();  // [span, classes] on the device
   int rank = 0;
   int ranks = 1;
   int micro_batches = 1;  // per rank per step
@@ -68,6 +71,13 @@ void request_micro(ResnetWorkload& s, int epoch, int64_t batch, int micro, int64
   s.pending_micro = micro;
 }
 
+// Host labels where the ops read them: the device's copy on a GPU, the batch itself on the CPU.
+const int32_t* device_labels(ResnetWorkload& s, const int32_t* host, int n) {
+  if (s.device == Device::cpu) return host;
+  copy_to_device(s.device, s.labels.get(), host, sizeof(int32_t) * static_cast<size_t>(n));
+  return as<int32_t>(s.labels);
+}
+
 }  // namespace
 
 StepStats ResnetWorkload::train_step(int epoch, int64_t batch, GradReady ready) {
@@ -90,12 +100,13 @@ StepStats ResnetWorkload::train_step(int epoch, int64_t batch, GradReady ready) 
     arena_reset(s.arena);
     const float* logits = resnet_forward(*s.net, store, s.arena, b.x, b.n, true);
     const float scale = 1.0f / static_cast<float>(global_batch);
-    st.loss_sum += softmax_xent(logits, b.y, b.n, s.classes, s.label_smoothing, scale, s.dlogits.data(), nullptr);
+    const int32_t* y = device_labels(s, b.y, b.n);
+    st.loss_sum += s.ops->softmax_xent(logits, y, b.n, s.classes, s.label_smoothing, scale, as<float>(s.dlogits), nullptr);
     st.loss_weight += b.n;
     st.work += b.n;
     // Only the last micro-batch finishes a gradient: earlier ones still accumulate into it.
     const bool last = m + 1 == s.micro_batches;
-    resnet_backward(*s.net, store, s.arena, s.dlogits.data(), b.n, [&ready, last](size_t view) {
+    resnet_backward(*s.net, store, s.arena, as<float>(s.dlogits), b.n, [&ready, last](size_t view) {
       if (last) ready(view);
     });
   }
@@ -115,7 +126,7 @@ EvalPartial ResnetWorkload::evaluate() {
     arena_reset(s.arena);
     const float* logits = resnet_forward(*s.net, store, s.arena, s.eval_x.data(), n, false);
     int correct = 0;
-    softmax_xent(logits, s.eval_y.data(), n, s.classes, 0.0f, 1.0f, nullptr, &correct);
+    s.ops->softmax_xent(logits, device_labels(s, s.eval_y.data(), n), n, s.classes, 0.0f, 1.0f, nullptr, &correct);
     correct_sum += correct;
     samples += n;
   }
@@ -166,9 +177,12 @@ std::unique_ptr<Workload> make_resnet_workload(const WorkloadContext& ctx, const
   spec.max_batch = s->span;
   spec.bn_momentum = cfg.bn_momentum;
   spec.zero_init_residual_gamma = cfg.zero_init_residual;
+  spec.device = ctx.device;
+  s->device = ctx.device;
+  s->ops = &ops_for(ctx.device);
   s->net = build_resnet(spec, s->store);
   finalize_params(s->store);
-  arena_init(s->arena, resnet_arena_bytes(*s->net, s->span));
+  arena_init_on(ctx.device, s->arena, resnet_arena_bytes(*s->net, s->span));
   f.model_summary = resnet_summary(*s->net);
   f.flops_per_sample = 3.0 * resnet_flops_per_image(*s->net);  // backward ~ 2x forward
 
@@ -177,7 +191,8 @@ std::unique_ptr<Workload> make_resnet_workload(const WorkloadContext& ctx, const
   const size_t sample_floats = static_cast<size_t>(s->train.h) * s->train.w * s->train.c;
   s->eval_x.assign(sample_floats * static_cast<size_t>(s->span), 0.0f);
   s->eval_y.assign(static_cast<size_t>(s->span), 0);
-  s->dlogits.assign(static_cast<size_t>(s->span) * static_cast<size_t>(s->classes), 0.0f);
+  s->dlogits = alloc_on(ctx.device, sizeof(float) * static_cast<size_t>(s->span) * static_cast<size_t>(s->classes));
+  if (ctx.device != Device::cpu) s->labels = alloc_on(ctx.device, sizeof(int32_t) * static_cast<size_t>(s->span));
   s->prefetcher.start(&s->train, s->train_aug, s->seed, s->span);
   return s;
 }

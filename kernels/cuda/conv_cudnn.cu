@@ -1,0 +1,296 @@
+// The cuDNN convolution path (built only with MLPD_HAVE_CUDNN). cuDNN takes our NHWC activations
+// as they are, but its NHWC filter layout is KRSC ([c_out, k, k, c_in]) where ours is HWIO
+// ([k, k, c_in, c_out]): the weights are transposed into arena scratch before forward and
+// backward data, and backward filter writes a KRSC gradient to scratch that is then transposed
+// and ADDED into dw (our parameter gradients accumulate).
+// Algorithms: per shape, cuDNN's heuristics (the *_v7 queries, no timing runs, so every rank and
+// every run choose alike) ranked best first, keeping only those that are deterministic, plain
+// fp32 FMA (the descriptor forbids TF32, so results compare with the CPU's) and need at most
+// 256 MiB of workspace. A call runs the first that fits in what is left of the arena; the
+// descriptors and lists are cached per shape for the life of the process.
+#ifdef MLPD_HAVE_CUDNN
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/conv_paths.cuh"
+#include "kernels/cuda/ops.h"
+
+namespace mlpd::cuda {
+
+namespace {
+
+constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
+constexpr int kTransposeTile = 32;
+
+// dst [cols, rows] (+)= src [rows, cols]^T, through a shared tile so that reads and writes are
+// both coalesced (the +1 column keeps the tile's column reads free of bank conflicts).
+__global__ void transpose_kernel(const float* __restrict__ src, int rows, int cols, float* __restrict__ dst,
+                                 bool accumulate) {
+  __shared__ float tile[kTransposeTile][kTransposeTile + 1];
+  const int c0 = int(blockIdx.x) * kTransposeTile, r0 = int(blockIdx.y) * kTransposeTile;
+  for (int i = int(threadIdx.y); i < kTransposeTile; i += int(blockDim.y)) {
+    const int r = r0 + i, c = c0 + int(threadIdx.x);
+    if (r < rows && c < cols) tile[i][threadIdx.x] = src[size_t(r) * cols + c];
+  }
+  __syncthreads();
+  for (int i = int(threadIdx.y); i < kTransposeTile; i += int(blockDim.y)) {
+    const int c = c0 + i, r = r0 + int(threadIdx.x);
+    if (r < rows && c < cols) {
+      float* p = dst + size_t(c) * rows + r;
+      const float v = tile[threadIdx.x][i];
+      *p = accumulate ? *p + v : v;
+    }
+  }
+}
+
+void transpose(const float* src, int rows, int cols, float* dst, bool accumulate) {
+  const dim3 grid(unsigned((cols + kTransposeTile - 1) / kTransposeTile),
+                  unsigned((rows + kTransposeTile - 1) / kTransposeTile));
+  transpose_kernel<<<grid, dim3(kTransposeTile, 8), 0, stream()>>>(src, rows, cols, dst, accumulate);
+  CUDA_CHECK_LAUNCH();
+}
+
+// The algorithm cannot run this shape: try the next one.
+bool not_supported(cudnnStatus_t s) {
+#ifdef CUDNN_STATUS_CATEGORY
+  return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;  // cuDNN 9 refines the code
+#else
+  return s == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+}
+
+// This call's tensors are not aligned as cuDNN wants (views into larger buffers): the call runs
+// the implicit GEMM, the algorithms stay for other calls.
+bool misaligned(cudnnStatus_t s) {
+#if CUDNN_MAJOR >= 9
+  return s == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER;
+#else
+  (void)s;
+  return false;
+#endif
+}
+
+template <typename Algo>
+struct Candidate {
+  Algo algo;
+  size_t workspace_bytes;
+};
+
+// One shape's descriptors and, per pass, its usable algorithms, best first.
+struct Plan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  std::vector<Candidate<cudnnConvolutionFwdAlgo_t>> forward;
+  std::vector<Candidate<cudnnConvolutionBwdDataAlgo_t>> backward_data;
+  std::vector<Candidate<cudnnConvolutionBwdFilterAlgo_t>> backward_filter;
+
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (x) cudnnDestroyTensorDescriptor(x);
+  }
+};
+
+// The heuristics' ranking filtered to deterministic fp32 FMA algorithms whose workspace cuDNN
+// can size for these descriptors and that stays under the cap; each algorithm once.
+template <typename Algo, typename Perf, typename WorkspaceOf>
+std::vector<Candidate<Algo>> usable(const std::vector<Perf>& ranked, int count, WorkspaceOf workspace_of) {
+  std::vector<Candidate<Algo>> out;
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = ranked[size_t(i)];
+    if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
+    if (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    bool seen = false;
+    for (const auto& c : out) seen = seen || c.algo == p.algo;
+    if (seen) continue;
+    size_t bytes = 0;
+    if (workspace_of(p.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > kMaxWorkspaceBytes) continue;
+    out.push_back({p.algo, bytes});
+  }
+  return out;
+}
+
+std::unique_ptr<Plan> make_plan(const ConvDims& d) {
+  auto p = std::make_unique<Plan>();
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
+  CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
+  CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, d.n, d.c_in, d.h, d.w));
+  CUDNN_CHECK(
+      cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, d.n, d.c_out, d.out_h(), d.out_w()));
+  // NHWC filter format = KRSC: [c_out (K), k (R), k (S), c_in (C)].
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, d.c_out, d.c_in, d.k, d.k));
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, d.pad, d.pad, d.stride, d.stride, 1, 1,
+                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));  // no TF32
+  int on = 0, oc = 0, oh = 0, ow = 0;
+  CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &on, &oc, &oh, &ow));
+  if (on != d.n || oc != d.c_out || oh != d.out_h() || ow != d.out_w())
+    throw std::runtime_error("cuDNN convolution: output " + std::to_string(oh) + "x" + std::to_string(ow) +
+                             " differs from ConvDims' " + std::to_string(d.out_h()) + "x" +
+                             std::to_string(d.out_w()));
+
+  // A heuristics query that fails leaves the pass without candidates: it runs the implicit GEMM.
+  const cudnnHandle_t h = dnn();
+  int max_count = 0, got = 0;
+  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> fwd(size_t(max_count > 0 ? max_count : 1));
+  if (cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv, p->y, max_count, &got, fwd.data()) ==
+      CUDNN_STATUS_SUCCESS)
+    p->forward = usable<cudnnConvolutionFwdAlgo_t>(fwd, got, [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+      return cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->w, p->conv, p->y, a, bytes);
+    });
+
+  max_count = got = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
+  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> bwd_data(size_t(max_count > 0 ? max_count : 1));
+  if (cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->y, p->conv, p->x, max_count, &got,
+                                                  bwd_data.data()) == CUDNN_STATUS_SUCCESS)
+    p->backward_data = usable<cudnnConvolutionBwdDataAlgo_t>(
+        bwd_data, got, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w, p->y, p->conv, p->x, a, bytes);
+        });
+
+  max_count = got = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
+  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> bwd_filter(size_t(max_count > 0 ? max_count : 1));
+  if (cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->w, max_count, &got,
+                                                    bwd_filter.data()) == CUDNN_STATUS_SUCCESS)
+    p->backward_filter = usable<cudnnConvolutionBwdFilterAlgo_t>(
+        bwd_filter, got, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->conv, p->w, a, bytes);
+        });
+  return p;
+}
+
+// The cached plan of a shape (batch size included). Plans live until the process ends.
+Plan& plan_for(const ConvDims& d) {
+  static std::mutex mutex;
+  static std::map<std::array<int, 8>, std::unique_ptr<Plan>> plans;
+  const std::array<int, 8> key{d.n, d.h, d.w, d.c_in, d.c_out, d.k, d.stride, d.pad};
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<Plan>& slot = plans[key];
+  if (!slot) slot = make_plan(d);
+  return *slot;
+}
+
+size_t weight_floats(const ConvDims& d) { return size_t(d.k) * d.k * d.c_in * d.c_out; }
+
+// Bytes arena_bytes() can still hand out.
+size_t arena_room_bytes(const Arena& a) {
+  const size_t start = (a.offset + 63) & ~size_t(63);
+  return a.capacity > start ? a.capacity - start : 0;
+}
+
+// Workspace from the arena, 256-byte aligned (the arena aligns to 64 only).
+constexpr size_t kWorkspaceAlign = 256;
+void* arena_workspace(Arena& arena, size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const auto p = reinterpret_cast<uintptr_t>(arena_bytes(arena, bytes + kWorkspaceAlign));
+  return reinterpret_cast<void*>((p + kWorkspaceAlign - 1) & ~uintptr_t(kWorkspaceAlign - 1));
+}
+
+// Runs `call(algo, workspace, bytes)` with the first candidate whose workspace fits in the arena.
+// A candidate cuDNN then refuses as not supported is dropped for good and the next one tried;
+// `before_first` runs once, before the first attempt. False when none is left that fits, or
+// when cuDNN finds this call's pointers misaligned.
+template <typename Algo, typename BeforeFirst, typename Call>
+bool run_first_fitting(std::vector<Candidate<Algo>>& candidates, Arena& arena, const char* what,
+                       BeforeFirst before_first, Call call) {
+  const size_t mark = arena.offset;
+  bool started = false;
+  for (size_t i = 0; i < candidates.size();) {
+    arena.offset = mark;
+    const Candidate<Algo> c = candidates[i];
+    if (c.workspace_bytes != 0 && c.workspace_bytes + kWorkspaceAlign > arena_room_bytes(arena)) {
+      ++i;
+      continue;
+    }
+    if (!started) {
+      before_first();
+      started = true;
+    }
+    const cudnnStatus_t s = call(c.algo, arena_workspace(arena, c.workspace_bytes), c.workspace_bytes);
+    if (s == CUDNN_STATUS_SUCCESS) return true;
+    if (misaligned(s)) return false;
+    if (!not_supported(s)) fail(__FILE__, __LINE__, what, cudnnGetErrorString(s));
+    candidates.erase(candidates.begin() + std::ptrdiff_t(i));
+  }
+  return false;
+}
+
+}  // namespace
+
+size_t cudnn_conv_scratch_floats(const ConvDims& d) {
+  const Plan& p = plan_for(d);
+  size_t workspace = 0;
+  if (!p.forward.empty()) workspace = std::max(workspace, p.forward.front().workspace_bytes);
+  if (!p.backward_data.empty()) workspace = std::max(workspace, p.backward_data.front().workspace_bytes);
+  if (!p.backward_filter.empty()) workspace = std::max(workspace, p.backward_filter.front().workspace_bytes);
+  // KRSC weights (or weight gradient) + workspace, with the arena's 64-byte and the workspace's
+  // 256-byte alignment.
+  return weight_floats(d) + 16 + (workspace + kWorkspaceAlign + sizeof(float) - 1) / sizeof(float) + 16;
+}
+
+bool cudnn_conv_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena) {
+  Plan& p = plan_for(d);
+  ArenaScope scope(arena);
+  float* w_krsc = arena_floats(arena, weight_floats(d));
+  const float alpha = 1.0f, beta = 0.0f;
+  return run_first_fitting(
+      p.forward, arena, "cudnnConvolutionForward",
+      [&] { transpose(w, d.k * d.k * d.c_in, d.c_out, w_krsc, false); },
+      [&](cudnnConvolutionFwdAlgo_t algo, void* ws, size_t bytes) {
+        return cudnnConvolutionForward(dnn(), &alpha, p.x, x, p.w, w_krsc, p.conv, algo, ws, bytes, &beta, p.y, y);
+      });
+}
+
+bool cudnn_conv_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx, Arena& arena,
+                              bool accumulate) {
+  Plan& p = plan_for(d);
+  ArenaScope scope(arena);
+  float* w_krsc = arena_floats(arena, weight_floats(d));
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  return run_first_fitting(
+      p.backward_data, arena, "cudnnConvolutionBackwardData",
+      [&] { transpose(w, d.k * d.k * d.c_in, d.c_out, w_krsc, false); },
+      [&](cudnnConvolutionBwdDataAlgo_t algo, void* ws, size_t bytes) {
+        return cudnnConvolutionBackwardData(dnn(), &alpha, p.w, w_krsc, p.y, dy, p.conv, algo, ws, bytes, &beta, p.x,
+                                            dx);
+      });
+}
+
+bool cudnn_conv_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw, Arena& arena) {
+  Plan& p = plan_for(d);
+  ArenaScope scope(arena);
+  float* dw_krsc = arena_floats(arena, weight_floats(d));
+  const float alpha = 1.0f, beta = 0.0f;
+  const bool ran = run_first_fitting(
+      p.backward_filter, arena, "cudnnConvolutionBackwardFilter", [] {},
+      [&](cudnnConvolutionBwdFilterAlgo_t algo, void* ws, size_t bytes) {
+        return cudnnConvolutionBackwardFilter(dnn(), &alpha, p.x, x, p.y, dy, p.conv, algo, ws, bytes, &beta, p.w,
+                                              dw_krsc);
+      });
+  if (ran) transpose(dw_krsc, d.c_out, d.k * d.k * d.c_in, dw, true);  // KRSC [c_out, kkc] -> HWIO, added
+  return ran;
+}
+
+}  // namespace mlpd::cuda
+
+#endif  // MLPD_HAVE_CUDNN

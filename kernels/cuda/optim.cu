@@ -1,0 +1,188 @@
+// The optimizer updates on the GPU: one grid-stride pass over a contiguous range of the flat
+// parameter, gradient and state buffers, with the CPU's arithmetic (kernels/cpu/optim.cpp).
+// Sums of squares (LARS norms, gradient clipping) must give the same bits on every call, so they
+// are reduced in a fixed tree: per-thread double sums over a grid whose size depends on n only,
+// a shared-memory tree per block, then one block folds the block partials in index order.
+#include <cmath>
+#include <cstddef>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops.h"
+
+namespace mlpd::cuda {
+
+namespace {
+
+constexpr unsigned kReduceThreads = 256;
+constexpr unsigned kMaxReduceBlocks = 1024;
+
+// Sum of v over the block's threads in a fixed tree; every thread gets the total.
+__device__ double block_sum(double v) {
+  __shared__ double sh[kReduceThreads];
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = kReduceThreads / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double total = sh[0];
+  __syncthreads();  // the next call may overwrite sh
+  return total;
+}
+
+// partials[blockIdx.x] = this block's share of sum(a^2); with b, partials[gridDim.x + blockIdx.x]
+// = its share of sum(b^2). Each float product is exact in double, as on the CPU.
+__global__ void sum_squares_partials(const float* __restrict__ a, const float* __restrict__ b, size_t n,
+                                     double* __restrict__ partials) {
+  double sa = 0.0, sb = 0.0;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const double x = a[i];
+    sa += x * x;
+    if (b) {
+      const double y = b[i];
+      sb += y * y;
+    }
+  }
+  sa = block_sum(sa);
+  if (b) sb = block_sum(sb);  // b is the same for the whole block: every thread reaches the barrier
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = sa;
+    if (b) partials[gridDim.x + blockIdx.x] = sb;
+  }
+}
+
+// One block per sum: out[blockIdx.x] = sum of partials[blockIdx.x * count + (0..count)].
+__global__ void fold_partials(const double* __restrict__ partials, unsigned count, double* __restrict__ out) {
+  const double* p = partials + size_t(blockIdx.x) * count;
+  double s = 0.0;
+  for (unsigned i = threadIdx.x; i < count; i += blockDim.x) s += p[i];
+  s = block_sum(s);
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+__global__ void sgd_momentum_kernel(float* p, const float* g, float* m, size_t n, float lr, float momentum,
+                                    float weight_decay) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float gi = g[i] + weight_decay * p[i];
+    const float mi = momentum * m[i] + gi;
+    m[i] = mi;
+    p[i] -= lr * mi;
+  }
+}
+
+// scaled = lr * trust; wd is 0 for views that skip trust and decay.
+__global__ void lars_kernel(float* p, const float* g, float* m, size_t n, float momentum, float scaled, float wd) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float mi = momentum * m[i] + scaled * (g[i] + wd * p[i]);
+    m[i] = mi;
+    p[i] -= mi;
+  }
+}
+
+// Adam; Lazy leaves p, m and v alone where the gradient is exactly zero (LazyAdam).
+template <bool Lazy>
+__global__ void adam_kernel(float* p, const float* g, float* m, float* v, size_t n, float b1, float b2, float eps,
+                            float step, float inv_sqrt_b2) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float gi = g[i];
+    if (Lazy && gi == 0.0f) continue;
+    const float mi = b1 * m[i] + (1.0f - b1) * gi;
+    const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= step * mi / (sqrtf(vi) * inv_sqrt_b2 + eps);
+  }
+}
+
+// Blocks of the first reduction pass: a function of n alone, so the tree is the same every call.
+unsigned reduce_blocks(size_t n) {
+  const size_t per_block = size_t(kReduceThreads) * 4;
+  const size_t b = (n + per_block - 1) / per_block;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxReduceBlocks ? kMaxReduceBlocks : b));
+}
+
+// Device scratch of the reductions: 2 * kMaxReduceBlocks partials and 2 results. Allocated once
+// for the process's GPU (one GPU per process); a process that switches GPUs gets a new one and
+// leaves the old one (16 KiB) behind.
+double* reduce_scratch() {
+  static double* buf = nullptr;
+  static int buf_device = -1;
+  int device = -1;
+  CUDA_CHECK(cudaGetDevice(&device));
+  if (!buf || device != buf_device) {
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), sizeof(double) * (2 * kMaxReduceBlocks + 2)));
+    buf_device = device;
+  }
+  return buf;
+}
+
+// sums[0] = sum(a^2), and sums[1] = sum(b^2) where b is given; waits for the result.
+void sum_squares_on_device(const float* a, const float* b, size_t n, double* sums) {
+  double* scratch = reduce_scratch();
+  double* out = scratch + 2 * kMaxReduceBlocks;
+  const unsigned blocks = reduce_blocks(n);
+  const unsigned count = b ? 2 : 1;
+  sum_squares_partials<<<blocks, kReduceThreads, 0, stream()>>>(a, b, n, scratch);
+  CUDA_CHECK_LAUNCH();
+  fold_partials<<<count, kReduceThreads, 0, stream()>>>(scratch, blocks, out);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemcpyAsync(sums, out, sizeof(double) * count, cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+}  // namespace
+
+void sgd_momentum_update(float* p, const float* g, float* m, size_t n, float lr, float momentum,
+                         float weight_decay) {
+  if (n == 0) return;
+  sgd_momentum_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(p, g, m, n, lr, momentum, weight_decay);
+  CUDA_CHECK_LAUNCH();
+}
+
+double sum_squares(const float* x, size_t n) {
+  if (n == 0) return 0.0;
+  double s = 0.0;
+  sum_squares_on_device(x, nullptr, n, &s);
+  return s;
+}
+
+float lars_update(float* p, const float* g, float* m, size_t n, float lr, float momentum,
+                  float weight_decay, float eta, float epsilon, bool skip_trust_and_decay) {
+  if (n == 0) return 1.0f;
+  float trust = 1.0f;
+  const float wd = skip_trust_and_decay ? 0.0f : weight_decay;
+  if (!skip_trust_and_decay) {
+    // Both norms in one pass, then the trust ratio on the host with the CPU's expression.
+    double sums[2] = {0.0, 0.0};
+    sum_squares_on_device(p, g, n, sums);
+    const double pn = std::sqrt(sums[0]);
+    const double gn = std::sqrt(sums[1]);
+    const double denom = gn + weight_decay * pn + epsilon;
+    if (pn > 0.0 && denom > 0.0) trust = static_cast<float>(eta * pn / denom);
+  }
+  lars_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(p, g, m, n, momentum, lr * trust, wd);
+  CUDA_CHECK_LAUNCH();
+  return trust;
+}
+
+void adam_update(float* p, const float* g, float* m, float* v, size_t n, float lr, float b1, float b2, float eps,
+                 float bias1, float bias2) {
+  if (n == 0) return;
+  const float step = lr / bias1, inv_sqrt_b2 = 1.0f / std::sqrt(bias2);
+  adam_kernel<false><<<blocks_for(n), kThreads, 0, stream()>>>(p, g, m, v, n, b1, b2, eps, step, inv_sqrt_b2);
+  CUDA_CHECK_LAUNCH();
+}
+
+void lazy_adam_update(float* p, const float* g, float* m, float* v, size_t n, float lr, float b1, float b2,
+                      float eps, float bias1, float bias2) {
+  if (n == 0) return;
+  const float step = lr / bias1, inv_sqrt_b2 = 1.0f / std::sqrt(bias2);
+  adam_kernel<true><<<blocks_for(n), kThreads, 0, stream()>>>(p, g, m, v, n, b1, b2, eps, step, inv_sqrt_b2);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mlpd::cuda

@@ -1,0 +1,32 @@
+// The ops of one device as a table of function pointers, so that layers and models are written
+// once and run on the CPU or the GPU: `ops.conv2d_forward(...)`. Each field's type is the CPU
+// function's, and the CUDA table is filled from namespace mlpd::cuda, so the two can only agree.
+#pragma once
+#include "core/tensor.h"
+#include "kernels/ops.h"
+
+namespace mlpd {
+
+// Every op of kernels/op_signatures.inc, once.
+#define MLPD_FOR_EACH_OP(X)                                                                              \
+  X(gemm) X(conv2d_scratch_floats) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)  \
+  X(batchnorm_forward_train) X(batchnorm_forward_eval) X(batchnorm_backward) X(relu_forward)            \
+  X(relu_backward) X(add_forward) X(add_relu_forward) X(copy_rows) X(maxpool_forward) X(maxpool_backward)             \
+  X(avgpool_forward) X(avgpool_backward) X(global_avgpool_forward) X(global_avgpool_backward)           \
+  X(linear_forward) X(linear_backward) X(softmax_xent) X(sgd_momentum_update) X(lars_update)             \
+  X(adam_update) X(lazy_adam_update) X(sum_squares) X(embedding_gather) X(embedding_scatter_add)         \
+  X(gmf_forward) X(gmf_backward) X(sigmoid_bce)
+
+struct OpTable {
+  Device device = Device::cpu;
+#define MLPD_OP_FIELD(name) decltype(&::mlpd::name) name = nullptr;
+  MLPD_FOR_EACH_OP(MLPD_OP_FIELD)
+#undef MLPD_OP_FIELD
+};
+
+const OpTable& cpu_ops();
+// Throws UserError where this build has no CUDA.
+const OpTable& cuda_ops();
+const OpTable& ops_for(Device d);
+
+}  // namespace mlpd
