@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   CommConfig comm_cfg;
   bool compare_overlap = false;
+  Device device = Device::cpu;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--benchmark" && i + 1 < argc) benchmark = argv[++i];
@@ -42,8 +43,10 @@ int main(int argc, char** argv) {
     else if (a == "--comm-backend" && i + 1 < argc) comm_cfg.backend = argv[++i];
     else if (a == "--no-overlap") comm_cfg.overlap = false;
     else if (a == "--compare-overlap") compare_overlap = true;
+    else if (a == "--device" && i + 1 < argc && (argv[i + 1] == std::string("cpu") || argv[i + 1] == std::string("cuda")))
+      device = parse_device(argv[++i]);
     else {
-      if (w.rank == 0) std::fprintf(stderr, "usage: bench_train [--benchmark resnet] [--data-dir data] [--steps 30] [--warmup 5] [--set key=value]... [--bucket-mb MB] [--comm-backend B] [--no-overlap | --compare-overlap]\n");
+      if (w.rank == 0) std::fprintf(stderr, "usage: bench_train [--benchmark resnet] [--data-dir data] [--steps 30] [--warmup 5] [--set key=value]... [--bucket-mb MB] [--comm-backend B] [--no-overlap | --compare-overlap] [--device cpu|cuda]\n");
       finalize_world(w);
       return 2;
     }
@@ -53,7 +56,7 @@ int main(int argc, char** argv) {
   ResolvedRun run;
   BuiltRun built;
   try {
-    run = resolve_run(RunRequest{benchmark, "mini", "", sets, data_dir}, w.rank, w.size);
+    run = resolve_run(RunRequest{benchmark, "mini", "", sets, data_dir, device}, w.rank, w.size);
     built = build_run(w, run, comm_cfg);
   } catch (const UserError& e) {
     if (w.rank == 0) std::fprintf(stderr, "bench_train: error: %s\n", e.what());
@@ -71,9 +74,10 @@ int main(int argc, char** argv) {
   }
   const int64_t global_batch = wl->facts.global_batch;
   if (w.rank == 0)
-    std::printf("bench_train: %s mini, %d rank(s), global batch %lld, openblas core %s, FTZ/DAZ %s\nmodel: %s\ncommunication: %s\n",
-                benchmark.c_str(), w.size, static_cast<long long>(global_batch), openblas_get_corename(),
-                denormals_flushed() ? "on" : "off", wl->facts.model_summary.c_str(), describe(*comm).c_str());
+    std::printf("bench_train: %s mini, %d rank(s), global batch %lld, device %s, openblas core %s, FTZ/DAZ %s\nmodel: %s\ncommunication: %s\n",
+                benchmark.c_str(), w.size, static_cast<long long>(global_batch), built.device.description.c_str(),
+                openblas_get_corename(), denormals_flushed() ? "on" : "off", wl->facts.model_summary.c_str(),
+                describe(*comm).c_str());
   // Step k uses communicator k % 2 when comparing (0: overlap on, 1: off).
   std::vector<double> step_s[2];
   double comm_s[2] = {0, 0}, total_s[2] = {0, 0};
@@ -85,6 +89,7 @@ int main(int argc, char** argv) {
     barrier(w);
     auto t0 = std::chrono::steady_clock::now();
     StepOutcome o = train_one_step(w, c, *wl, hp.optimizer, 0.01f, 0, (i / runs) % wl->facts.steps_per_epoch);
+    synchronize(run.device);  // a GPU step ends when its optimizer update has run, not when it is queued
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // The step's time is its slowest rank's (what the next barrier waits for).
     dt = allreduce_max(w, dt);

@@ -77,10 +77,9 @@ std::string open_device(int ordinal) {
   }
   cudaDeviceProp p{};
   CUDA_CHECK(cudaGetDeviceProperties(&p, ordinal));
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %.1f GiB)", p.name, p.major, p.minor,
-                static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
-  return buf;
+  char mem[32];
+  std::snprintf(mem, sizeof mem, "%.1f", static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+  return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " + mem + " GiB)";
 }
 
 void close_device() {

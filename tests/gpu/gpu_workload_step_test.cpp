@@ -1,0 +1,81 @@
+// One training step of each mini workload on the GPU against the same step on the CPU: the same
+// seed, the same batch, the loss and every parameter's gradient compared (fp32 tolerance, relative
+// to each view's largest gradient: the two devices sum in different orders). This is what ties
+// the device plumbing (store placement, input and label copies, op tables) to the kernels.
+// Data: the prepared mini files in $MLPD_TEST_DATA_DIR, else <build>/testdata
+// (`mlperf-dist prepare --benchmark B --scale mini --data-dir <build>/testdata`).
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "mlperf/config.h"
+#include "workloads/registry.h"
+
+namespace mlpd {
+namespace {
+
+std::string test_data_dir() {
+  const char* env = std::getenv("MLPD_TEST_DATA_DIR");
+  return env && *env ? env : std::string(MLPD_BINARY_DIR) + "/testdata";
+}
+
+struct StepResult {
+  StepStats stats;
+  std::vector<float> grads;
+  std::vector<ParamView> views;
+};
+
+StepResult one_step(const std::string& benchmark, Device device, const std::vector<std::string>& sets) {
+  const WorkloadEntry& entry = find_workload(benchmark);
+  const ScaleSpec& scale = find_scale(entry.spec, "mini");
+  const nlohmann::json config = resolve_config(scale.defaults_yaml, "", sets);
+  const WorkloadContext ctx{0, 1, "mini", test_data_dir(), device};
+  std::unique_ptr<Workload> wl = entry.make(ctx, config);
+  wl->init_parameters(1234);
+  place_store_on(wl->store, device);
+  zero_grads(wl->store);
+  StepResult r;
+  r.stats = wl->train_step(0, 0, GradReady{});
+  r.grads.assign(wl->store.param_count, 0.0f);
+  copy_to_host(device, r.grads.data(), grads_data(wl->store), r.grads.size() * sizeof(float));
+  r.views = wl->store.views;
+  return r;
+}
+
+void expect_same_step(const std::string& benchmark, const std::vector<std::string>& sets) {
+  const std::string data = test_data_dir() + "/" + benchmark + "_mini.h5";
+  ASSERT_TRUE(std::filesystem::exists(data)) << data << " is missing: run `mlperf-dist prepare --benchmark " << benchmark
+                                             << " --scale mini --data-dir " << test_data_dir() << "`";
+  const StepResult cpu = one_step(benchmark, Device::cpu, sets);
+  const StepResult gpu = one_step(benchmark, Device::cuda, sets);
+  EXPECT_EQ(cpu.stats.loss_weight, gpu.stats.loss_weight);
+  EXPECT_NEAR(gpu.stats.loss_sum, cpu.stats.loss_sum, 1e-4 * std::fabs(cpu.stats.loss_sum) + 1e-6);
+  ASSERT_EQ(cpu.grads.size(), gpu.grads.size());
+  for (const ParamView& v : cpu.views) {
+    float largest = 0.0f;
+    for (size_t i = 0; i < v.count; ++i) largest = std::max(largest, std::fabs(cpu.grads[v.offset + i]));
+    size_t wrong = 0, worst = 0;
+    double worst_err = 0.0;
+    for (size_t i = 0; i < v.count; ++i) {
+      const double err = std::fabs(double(gpu.grads[v.offset + i]) - cpu.grads[v.offset + i]);
+      if (err > 2e-3 * largest + 1e-7) ++wrong;
+      if (err > worst_err) worst_err = err, worst = i;
+    }
+    EXPECT_EQ(wrong, 0u) << benchmark << " view " << v.name << ": " << wrong << " of " << v.count
+                         << " gradients differ beyond 2e-3 of the view's largest (" << largest << "); worst at " << worst
+                         << ": cpu " << cpu.grads[v.offset + worst] << " gpu " << gpu.grads[v.offset + worst];
+  }
+}
+
+using GpuWorkloadStep = gpu_test::GpuTest;
+
+TEST_F(GpuWorkloadStep, ResnetMiniStepMatchesTheCpu) { expect_same_step("resnet", {"global_batch_size=64"}); }
+
+TEST_F(GpuWorkloadStep, NcfMiniStepMatchesTheCpu) { expect_same_step("ncf", {}); }
+
+}  // namespace
+}  // namespace mlpd
