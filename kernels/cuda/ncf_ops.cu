@@ -7,13 +7,12 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/reduce.cuh"
 
 namespace mlpd::cuda {
 
 namespace {
 
-constexpr unsigned kSumThreads = 256;
-constexpr unsigned kMaxSumBlocks = 1024;
 
 __global__ void gmf_forward_kernel(const float* a, int lda, const float* b, int ldb, int n, int dim, float* y,
                                    int ldy) {
@@ -38,18 +37,6 @@ __global__ void gmf_backward_kernel(const float* a, int lda, const float* b, int
   }
 }
 
-// Sum of v over the block's threads in a fixed tree; thread 0 gets the total.
-__device__ double block_total(double v) {
-  __shared__ double sh[kSumThreads];
-  sh[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned s = kSumThreads / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
-    __syncthreads();
-  }
-  return sh[0];
-}
-
 // Per logit: the loss (summed into partials[blockIdx.x]) and, where dlogits is given, its gradient.
 __global__ void sigmoid_bce_kernel(const float* __restrict__ logits, const float* __restrict__ labels, int n,
                                    float grad_scale, float* __restrict__ dlogits, double* __restrict__ partials) {
@@ -64,7 +51,7 @@ __global__ void sigmoid_bce_kernel(const float* __restrict__ logits, const float
       dlogits[i] = (s - y) * grad_scale;
     }
   }
-  sum = block_total(sum);
+  sum = block_sum(sum);
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
@@ -72,11 +59,11 @@ __global__ void sigmoid_bce_kernel(const float* __restrict__ logits, const float
 __global__ void fold_sums(const double* __restrict__ partials, unsigned count, double* __restrict__ out) {
   double s = 0.0;
   for (unsigned i = threadIdx.x; i < count; i += blockDim.x) s += partials[i];
-  s = block_total(s);
+  s = block_sum(s);
   if (threadIdx.x == 0) *out = s;
 }
 
-// Device scratch of the loss sum: kMaxSumBlocks partials and the total. Allocated once for the
+// Device scratch of the loss sum: kMaxReduceBlocks partials and the total. Allocated once for the
 // process's GPU (a process that switches GPUs gets a new one and leaves the old 8 KiB behind).
 double* sum_scratch() {
   static double* buf = nullptr;
@@ -84,7 +71,7 @@ double* sum_scratch() {
   int device = -1;
   CUDA_CHECK(cudaGetDevice(&device));
   if (!buf || device != buf_device) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), sizeof(double) * (kMaxSumBlocks + 1)));
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), sizeof(double) * (kMaxReduceBlocks + 1)));
     buf_device = device;
   }
   return buf;
@@ -110,14 +97,14 @@ void gmf_backward(const float* a, int lda, const float* b, int ldb, const float*
 double sigmoid_bce(const float* logits, const float* labels, int n, float grad_scale, float* dlogits) {
   if (n <= 0) return 0.0;
   double* partials = sum_scratch();
-  double* total = partials + kMaxSumBlocks;
+  double* total = partials + kMaxReduceBlocks;
   // Blocks: a function of n alone, so the summation tree is the same on every call.
-  const size_t per_block = size_t(kSumThreads) * 4;
+  const size_t per_block = size_t(kReduceThreads) * 4;
   const size_t want = (size_t(n) + per_block - 1) / per_block;
-  const unsigned blocks = static_cast<unsigned>(want > kMaxSumBlocks ? kMaxSumBlocks : want);
-  sigmoid_bce_kernel<<<blocks, kSumThreads, 0, stream()>>>(logits, labels, n, grad_scale, dlogits, partials);
+  const unsigned blocks = static_cast<unsigned>(want > kMaxReduceBlocks ? kMaxReduceBlocks : want);
+  sigmoid_bce_kernel<<<blocks, kReduceThreads, 0, stream()>>>(logits, labels, n, grad_scale, dlogits, partials);
   CUDA_CHECK_LAUNCH();
-  fold_sums<<<1, kSumThreads, 0, stream()>>>(partials, blocks, total);
+  fold_sums<<<1, kReduceThreads, 0, stream()>>>(partials, blocks, total);
   CUDA_CHECK_LAUNCH();
   double sum = 0.0;
   CUDA_CHECK(cudaMemcpyAsync(&sum, total, sizeof(double), cudaMemcpyDeviceToHost, stream()));

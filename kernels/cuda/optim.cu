@@ -8,27 +8,11 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/reduce.cuh"
 
 namespace mlpd::cuda {
 
 namespace {
-
-constexpr unsigned kReduceThreads = 256;
-constexpr unsigned kMaxReduceBlocks = 1024;
-
-// Sum of v over the block's threads in a fixed tree; every thread gets the total.
-__device__ double block_sum(double v) {
-  __shared__ double sh[kReduceThreads];
-  sh[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned s = kReduceThreads / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
-    __syncthreads();
-  }
-  const double total = sh[0];
-  __syncthreads();  // the next call may overwrite sh
-  return total;
-}
 
 // partials[blockIdx.x] = this block's share of sum(a^2); with b, partials[gridDim.x + blockIdx.x]
 // = its share of sum(b^2). Each float product is exact in double, as on the CPU.
