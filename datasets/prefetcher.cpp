@@ -10,7 +10,8 @@ namespace mlpd {
 
 BatchPrefetcher::~BatchPrefetcher() { stop(); }
 
-void BatchPrefetcher::start(const ImageSplit* data, const AugmentSpec& aug, uint64_t seed, int max_batch) {
+void BatchPrefetcher::start(const ImageSplit* data, const AugmentSpec& aug, uint64_t seed, int max_batch,
+                            ImageAlloc image_alloc) {
   MLPD_CHECK(data != nullptr, "BatchPrefetcher::start: no data");
   MLPD_CHECK(max_batch > 0, "BatchPrefetcher::start: max_batch must be positive");
   stop();
@@ -20,7 +21,14 @@ void BatchPrefetcher::start(const ImageSplit* data, const AugmentSpec& aug, uint
   max_batch_ = max_batch;
   sample_floats_ = static_cast<size_t>(data->h) * data->w * data->c;
   for (int s = 0; s < 2; ++s) {
-    x_[s].assign(sample_floats_ * max_batch, 0.0f);  // allocated and touched once, here
+    const size_t floats = sample_floats_ * static_cast<size_t>(max_batch);
+    if (image_alloc) {
+      staged_[s] = image_alloc(floats * sizeof(float));
+      images_[s] = reinterpret_cast<float*>(staged_[s].get());
+    } else {
+      x_[s].assign(floats, 0.0f);  // allocated and touched once, here
+      images_[s] = x_[s].data();
+    }
     y_[s].assign(max_batch, 0);
     idx_[s].assign(max_batch, 0);
   }
@@ -57,7 +65,7 @@ PrefetchedBatch BatchPrefetcher::wait() {
     error_ = nullptr;
     std::rethrow_exception(e);
   }
-  return PrefetchedBatch{x_[s].data(), y_[s].data(), n_};
+  return PrefetchedBatch{images_[s], y_[s].data(), n_};
 }
 
 void BatchPrefetcher::stop() {
@@ -82,7 +90,7 @@ void BatchPrefetcher::run() {
     lock.unlock();
     std::exception_ptr err;
     try {
-      fill_image_batch(*data_, idx_[s].data(), n, aug_, seed_, epoch, x_[s].data(), y_[s].data());
+      fill_image_batch(*data_, idx_[s].data(), n, aug_, seed_, epoch, images_[s], y_[s].data());
     } catch (...) {
       err = std::current_exception();
     }

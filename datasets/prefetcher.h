@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/tensor.h"
 #include "datasets/image_dataset.h"
 
 namespace mlpd {
@@ -39,7 +40,11 @@ class BatchPrefetcher {
 
   // Allocates both buffers for max_batch samples and starts the thread (which sets FTZ/DAZ).
   // `data` must outlive the prefetcher (or the next start/stop). Restarts if already started.
-  void start(const ImageSplit* data, const AugmentSpec& aug, uint64_t seed, int max_batch);
+  // image_alloc (optional) allocates the image buffers: page-locked memory for a GPU run
+  // (kernels/device.h alloc_staging), so that a batch's copy to the device runs asynchronously.
+  using ImageAlloc = DeviceBytes (*)(size_t bytes);
+  void start(const ImageSplit* data, const AugmentSpec& aug, uint64_t seed, int max_batch,
+             ImageAlloc image_alloc = nullptr);
   // Starts filling samples indices[0..n) of `epoch` into the free buffer; the indices are copied.
   // Throws if not started, n > max_batch, or a request is already outstanding.
   void request(int epoch, const int64_t* indices, int n);
@@ -57,7 +62,9 @@ class BatchPrefetcher {
   int max_batch_ = 0;
   size_t sample_floats_ = 0;
 
-  std::vector<float> x_[2];
+  std::vector<float> x_[2];          // the image buffers, unless image_alloc gave staged_
+  DeviceBytes staged_[2] = {no_device_bytes(), no_device_bytes()};
+  float* images_[2] = {nullptr, nullptr};
   std::vector<int32_t> y_[2];
   std::vector<int64_t> idx_[2];
 

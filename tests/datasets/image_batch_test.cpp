@@ -2,6 +2,7 @@
 // and the double-buffered prefetcher.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -196,6 +197,36 @@ TEST(BatchPrefetcher, ReturnsTheSameDataAsADirectFill) {
   int64_t tail[3] = {1, 2, 3};
   pf.request(2, tail, 3);
   EXPECT_EQ(pf.wait().n, 3);
+}
+
+// The image buffers from a caller's allocator (page-locked memory on a GPU run): batches land in
+// that memory, with the same bytes as with the prefetcher's own buffers.
+std::vector<std::byte*> g_allocated;
+DeviceBytes recording_alloc(size_t bytes) {
+  auto* p = static_cast<std::byte*>(std::calloc(bytes, 1));
+  g_allocated.push_back(p);
+  return DeviceBytes(p, [](std::byte* q) { std::free(q); });
+}
+
+TEST(BatchPrefetcher, FillsBuffersFromTheCallersAllocatorAlike) {
+  ImageSplit s = synthetic();
+  const AugmentSpec aug = aug_of(s, true, 1, true);
+  const int global = 10;
+  g_allocated.clear();
+  BatchPrefetcher own, staged;
+  own.start(&s, aug, 5, global);
+  staged.start(&s, aug, 5, global, recording_alloc);
+  ASSERT_EQ(g_allocated.size(), 2u);
+  std::vector<int64_t> perm;
+  epoch_permutation(5, 1, s.count, perm);
+  for (int b = 0; b < 3; ++b) {
+    own.request(1, perm.data() + b * global, global);
+    staged.request(1, perm.data() + b * global, global);
+    PrefetchedBatch want = own.wait(), got = staged.wait();
+    EXPECT_TRUE(reinterpret_cast<std::byte*>(got.x) == g_allocated[0] || reinterpret_cast<std::byte*>(got.x) == g_allocated[1]);
+    EXPECT_EQ(std::memcmp(want.x, got.x, global * per_sample(s) * sizeof(float)), 0) << b;
+    EXPECT_EQ(std::vector<int32_t>(want.y, want.y + global), std::vector<int32_t>(got.y, got.y + global));
+  }
 }
 
 TEST(BatchPrefetcher, RejectsMisuseAndPassesFillErrorsToTheCaller) {

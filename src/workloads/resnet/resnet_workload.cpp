@@ -193,7 +193,11 @@ std::unique_ptr<Workload> make_resnet_workload(const WorkloadContext& ctx, const
   s->eval_y.assign(static_cast<size_t>(s->span), 0);
   s->dlogits = alloc_on(ctx.device, sizeof(float) * static_cast<size_t>(s->span) * static_cast<size_t>(s->classes));
   if (ctx.device != Device::cpu) s->labels = alloc_on(ctx.device, sizeof(int32_t) * static_cast<size_t>(s->span));
-  s->prefetcher.start(&s->train, s->train_aug, s->seed, s->span);
+  // On a GPU the batches are filled in page-locked memory, so their copy up runs asynchronously (a
+  // buffer is refilled only after the step that copied it has synced on its loss).
+  BatchPrefetcher::ImageAlloc pinned = nullptr;
+  if (ctx.device == Device::cuda) pinned = [](size_t bytes) { return alloc_staging(Device::cuda, bytes); };
+  s->prefetcher.start(&s->train, s->train_aug, s->seed, s->span, pinned);
   return s;
 }
 
