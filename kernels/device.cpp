@@ -165,6 +165,15 @@ void synchronize(Device d) {
 #endif
 }
 
+float* DeviceBuffers::floats(size_t n) {
+  if (device == Device::cpu) {
+    host.emplace_back(n, 0.0f);
+    return host.back().data();
+  }
+  on_device.push_back(alloc_on(device, n * sizeof(float)));
+  return as<float>(on_device.back());
+}
+
 void place_store_on(ParamStore& s, Device d) {
   MLPD_CHECK(s.finalized, "place_store_on before finalize_params");
   if (d == Device::cpu || s.device == d) return;

@@ -4,7 +4,9 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <deque>
 #include <string>
+#include <vector>
 
 #include "core/arena.h"
 #include "core/param_store.h"
@@ -40,13 +42,31 @@ T* as(const DeviceBytes& b) {
   return reinterpret_cast<T*>(b.get());
 }
 
+// A model's buffers on its device, zeroed, with stable addresses, freed with the model. On the CPU
+// they are plain vectors, as they always were (the CPU results do not depend on this change).
+struct DeviceBuffers {
+  Device device = Device::cpu;
+  std::deque<std::vector<float>> host;
+  std::vector<DeviceBytes> on_device;
+  float* floats(size_t n);
+};
+
 // Copies between host and `d` (plain memcpy on the CPU). to_device is queued behind the compute
 // already issued; to_host waits for it. zero and copy_within stay on the device.
 void copy_to_device(Device d, void* dst, const void* src, size_t bytes);
 void copy_to_host(Device d, void* dst, const void* src, size_t bytes);
 void copy_within(Device d, void* dst, const void* src, size_t bytes);
 void zero_on(Device d, void* p, size_t bytes);
-void synchronize(Device d);  // waits for the device's queued work (nothing on the CPU)
+void synchronize(Device d);
+
+// Host data where `d`'s ops read it: `host` itself on the CPU, else a copy of its n elements
+// queued into `device` (a buffer on `d`), which is returned.
+template <typename T>
+const T* visible_on(Device d, const T* host, T* device, size_t n) {
+  if (d == Device::cpu) return host;
+  copy_to_device(d, device, host, n * sizeof(T));
+  return device;
+}  // waits for the device's queued work (nothing on the CPU)
 // An Arena whose memory is on `d` (CPU: arena_init).
 void arena_init_on(Device d, Arena& a, size_t bytes);
 

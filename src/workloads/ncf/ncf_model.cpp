@@ -14,23 +14,6 @@ namespace {
 
 size_t rows_x(int rows, int width) { return static_cast<size_t>(rows) * static_cast<size_t>(width); }
 
-// n zeroed floats on the model's device.
-float* floats(NeuMF& m, size_t n) {
-  if (m.spec.device == Device::cpu) {
-    m.storage.emplace_back(n, 0.0f);
-    return m.storage.back().data();
-  }
-  m.device_storage.push_back(alloc_on(m.spec.device, n * sizeof(float)));
-  return as<float>(m.device_storage.back());
-}
-
-// Host indices where the ops read them: copied into `device` on a GPU.
-const int32_t* indices_on_device(const NeuMF& m, const int32_t* host, int32_t* device, int n) {
-  if (m.spec.device == Device::cpu) return host;
-  copy_to_device(m.spec.device, device, host, sizeof(int32_t) * static_cast<size_t>(n));
-  return device;
-}
-
 }  // namespace
 
 std::unique_ptr<NeuMF> build_neumf(const NeuMFSpec& spec, ParamStore& store) {
@@ -64,21 +47,23 @@ std::unique_ptr<NeuMF> build_neumf(const NeuMFSpec& spec, ParamStore& store) {
   const int widest = *std::max_element(L.begin(), L.end());
   m->ops = &ops_for(spec.device);
   NeuMF& r = *m;
-  r.gmf_u = floats(r, rows_x(B, spec.mf_dim));
-  r.gmf_i = floats(r, rows_x(B, spec.mf_dim));
-  r.x0 = floats(r, rows_x(B, L[0]));
-  for (size_t j = 1; j < L.size(); ++j) r.h.push_back(floats(r, rows_x(B, L[j])));
-  r.z = floats(r, rows_x(B, zw));
-  r.logits = floats(r, static_cast<size_t>(B));
-  r.dz = floats(r, rows_x(B, zw));
-  r.dgmf_u = floats(r, rows_x(B, spec.mf_dim));
-  r.dgmf_i = floats(r, rows_x(B, spec.mf_dim));
-  r.dh_a = floats(r, rows_x(B, widest));
-  r.dh_b = floats(r, rows_x(B, widest));
-  r.dx0 = floats(r, rows_x(B, L[0]));
+  r.buffers.device = spec.device;
+  auto floats = [&r](size_t n) { return r.buffers.floats(n); };
+  r.gmf_u = floats(rows_x(B, spec.mf_dim));
+  r.gmf_i = floats(rows_x(B, spec.mf_dim));
+  r.x0 = floats(rows_x(B, L[0]));
+  for (size_t j = 1; j < L.size(); ++j) r.h.push_back(floats(rows_x(B, L[j])));
+  r.z = floats(rows_x(B, zw));
+  r.logits = floats(static_cast<size_t>(B));
+  r.dz = floats(rows_x(B, zw));
+  r.dgmf_u = floats(rows_x(B, spec.mf_dim));
+  r.dgmf_i = floats(rows_x(B, spec.mf_dim));
+  r.dh_a = floats(rows_x(B, widest));
+  r.dh_b = floats(rows_x(B, widest));
+  r.dx0 = floats(rows_x(B, L[0]));
   if (spec.device != Device::cpu) {
     // Two index buffers of B int32 each, carved from one float-sized allocation.
-    auto* idx = reinterpret_cast<int32_t*>(floats(r, 2 * static_cast<size_t>(B)));
+    auto* idx = reinterpret_cast<int32_t*>(floats(2 * static_cast<size_t>(B)));
     r.device_users = idx;
     r.device_items = idx + B;
     r.eval_users.assign(static_cast<size_t>(B), 0);
@@ -118,8 +103,8 @@ const float* neumf_forward(NeuMF& m, const ParamStore& store, const int32_t* use
   const OpTable& o = *m.ops;
   const auto& L = m.spec.mlp_layers;
   const int F = m.spec.mf_dim, E = L[0] / 2, zw = F + L.back();
-  users = indices_on_device(m, users, m.device_users, n);
-  items = indices_on_device(m, items, m.device_items, n);
+  users = visible_on(m.spec.device, users, m.device_users, static_cast<size_t>(n));
+  items = visible_on(m.spec.device, items, m.device_items, static_cast<size_t>(n));
   o.embedding_gather(param_ptr(store, m.gmf_user), F, users, n, m.gmf_u, F);
   o.embedding_gather(param_ptr(store, m.gmf_item), F, items, n, m.gmf_i, F);
   o.embedding_gather(param_ptr(store, m.mlp_user), E, users, n, m.x0, L[0]);

@@ -8,7 +8,6 @@
 // model, sized for max_batch rows at build: no allocation in a step.
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,7 +15,7 @@
 
 #include "core/param_store.h"
 #include "core/tensor.h"
-#include "kernels/op_table.h"
+#include "kernels/device.h"
 
 namespace mlpd {
 
@@ -53,8 +52,7 @@ struct NeuMF {
   std::vector<float> item_l1;  // [items, L1], filled by neumf_eval_prepare
   std::vector<float> user_l1;  // [L1]
   bool eval_prepared = false;
-  std::deque<std::vector<float>> storage;   // CPU buffers
-  std::vector<DeviceBytes> device_storage;  // GPU buffers
+  DeviceBuffers buffers;  // the activations above, on spec.device
 };
 
 std::unique_ptr<NeuMF> build_neumf(const NeuMFSpec& spec, ParamStore& store);

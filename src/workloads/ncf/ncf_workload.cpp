@@ -84,11 +84,7 @@ StepStats NcfWorkload::train_step(int epoch, int64_t batch, GradReady ready) {
   }
   const float* logits = neumf_forward(*s.net, store, s.users.data(), s.items.data(), n);
   StepStats st;
-  const float* y = s.labels.data();
-  if (s.device != Device::cpu) {
-    copy_to_device(s.device, s.device_labels.get(), y, sizeof(float) * static_cast<size_t>(n));
-    y = as<float>(s.device_labels);
-  }
+  const float* y = visible_on(s.device, s.labels.data(), as<float>(s.device_labels), static_cast<size_t>(n));
   st.loss_sum = s.ops->sigmoid_bce(logits, y, n, 1.0f / static_cast<float>(facts.global_batch), as<float>(s.dlogits));
   st.loss_weight = n;
   st.work = n;

@@ -44,8 +44,7 @@ struct ResNet {
   nn::GlobalAvgPool gap;
   nn::Linear fc;
   const OpTable* ops = nullptr;            // the spec's device
-  std::deque<std::vector<float>> storage;  // CPU activation buffers: stable addresses
-  std::vector<DeviceBytes> device_storage; // GPU activation buffers
+  DeviceBuffers buffers;                   // activations, on the spec's device
   float* input = nullptr;
   size_t input_per_image = 0;
   float* grad_buf[4] = {};
@@ -57,15 +56,7 @@ struct ResNet {
   std::vector<size_t> state_mean_views, state_var_views;
   int last_n = 0;
 
-  // n zeroed floats on the model's device.
-  float* floats(size_t n) {
-    if (spec.device == Device::cpu) {
-      storage.emplace_back(n, 0.0f);
-      return storage.back().data();
-    }
-    device_storage.push_back(alloc_on(spec.device, n * sizeof(float)));
-    return as<float>(device_storage.back());
-  }
+  float* floats(size_t n) { return buffers.floats(n); }
   float* alloc(size_t per_image) {
     max_act_per_image = std::max(max_act_per_image, per_image);
     return floats(per_image * size_t(spec.max_batch));
@@ -148,6 +139,7 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
   auto net = std::make_unique<ResNet>();
   net->spec = spec;
   net->ops = &ops_for(spec.device);
+  net->buffers.device = spec.device;
   const size_t first_param = s.views.size();
   net->input_per_image = size_t(spec.in_h) * spec.in_w * spec.in_c;
   net->input = net->alloc(net->input_per_image);

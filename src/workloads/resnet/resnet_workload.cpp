@@ -71,13 +71,6 @@ void request_micro(ResnetWorkload& s, int epoch, int64_t batch, int micro, int64
   s.pending_micro = micro;
 }
 
-// Host labels where the ops read them: the device's copy on a GPU, the batch itself on the CPU.
-const int32_t* device_labels(ResnetWorkload& s, const int32_t* host, int n) {
-  if (s.device == Device::cpu) return host;
-  copy_to_device(s.device, s.labels.get(), host, sizeof(int32_t) * static_cast<size_t>(n));
-  return as<int32_t>(s.labels);
-}
-
 }  // namespace
 
 StepStats ResnetWorkload::train_step(int epoch, int64_t batch, GradReady ready) {
@@ -100,7 +93,7 @@ StepStats ResnetWorkload::train_step(int epoch, int64_t batch, GradReady ready) 
     arena_reset(s.arena);
     const float* logits = resnet_forward(*s.net, store, s.arena, b.x, b.n, true);
     const float scale = 1.0f / static_cast<float>(global_batch);
-    const int32_t* y = device_labels(s, b.y, b.n);
+    const int32_t* y = visible_on(s.device, b.y, as<int32_t>(s.labels), static_cast<size_t>(b.n));
     st.loss_sum += s.ops->softmax_xent(logits, y, b.n, s.classes, s.label_smoothing, scale, as<float>(s.dlogits), nullptr);
     st.loss_weight += b.n;
     st.work += b.n;
@@ -126,7 +119,7 @@ EvalPartial ResnetWorkload::evaluate() {
     arena_reset(s.arena);
     const float* logits = resnet_forward(*s.net, store, s.arena, s.eval_x.data(), n, false);
     int correct = 0;
-    s.ops->softmax_xent(logits, device_labels(s, s.eval_y.data(), n), n, s.classes, 0.0f, 1.0f, nullptr, &correct);
+    s.ops->softmax_xent(logits, visible_on(s.device, s.eval_y.data(), as<int32_t>(s.labels), static_cast<size_t>(n)), n, s.classes, 0.0f, 1.0f, nullptr, &correct);
     correct_sum += correct;
     samples += n;
   }
