@@ -27,6 +27,8 @@ int main_entry(int argc, char** argv) {
       "  mlperf-dist prepare --benchmark resnet --scale mini\n"
       "  mpirun -np 2 mlperf-dist train --benchmark resnet --scale mini\n"
       "  mlperf-dist check results/<system>/resnet/result_0.txt\n"
+      "  mpirun -np 2 mlperf-dist suite --scale mini --runs 5   (MLPerf's N runs, olympic mean)\n"
+      "  mlperf-dist report results/ -o report.html   (scores, runs, curves, scaling: one HTML page)\n"
       "Workloads:\n" +
       workloads};
   app.require_subcommand(1);
@@ -43,8 +45,12 @@ int main_entry(int argc, char** argv) {
   add_prepare_command(app, prepare);
   CheckArgs check;
   add_check_command(app, check);
+  ReportArgs report;
+  add_report_command(app, report);
   RulesArgs rules;
   add_rules_command(app, rules);
+  SuiteArgs suite;
+  add_suite_command(app, suite);
   CommBenchArgs comm_bench;
   add_comm_bench_command(app, comm_bench);
   app.add_subcommand("list", "Print the registered workloads, one per line: name, then its scales (for scripts)");
@@ -78,8 +84,10 @@ int main_entry(int argc, char** argv) {
   try {
     init_logging(0, global.log_level);
     if (app.got_subcommand("train")) return run_train_command(train, global, argc, argv);
+    if (app.got_subcommand("suite")) return run_suite_command(suite, global, argc, argv);
     if (app.got_subcommand("prepare")) return run_prepare_command(prepare);
     if (app.got_subcommand("check")) return run_check_command(check);
+    if (app.got_subcommand("report")) return run_report_command(report);
     if (app.got_subcommand("rules")) return run_rules_command(rules);
     if (app.got_subcommand("list")) {
       for (const WorkloadEntry* e : workload_entries()) {

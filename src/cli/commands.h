@@ -1,7 +1,9 @@
 // The subcommands: each registers its options on the CLI app and runs from the parsed values.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "comm/bench/harness.h"
 #include "train/trainer.h"
@@ -50,12 +52,44 @@ struct CheckArgs {
 void add_check_command(CLI::App& app, CheckArgs& a);
 int run_check_command(const CheckArgs& a);
 
+struct ReportArgs {
+  std::string dir;
+  std::string output;  // "" : stdout
+  std::string format;  // "" : html with an output file, else md
+};
+void add_report_command(CLI::App& app, ReportArgs& a);
+int run_report_command(const ReportArgs& a);
+
 struct RulesArgs {
   std::string benchmark;
   std::string scale = "mini";
 };
 void add_rules_command(CLI::App& app, RulesArgs& a);
 int run_rules_command(const RulesArgs& a);
+
+// Runs a rank's set-up (config, rules, data checks) and agrees on the outcome: 0 when every rank
+// succeeded, else the worst exit code on every rank, the lowest failing rank having said why.
+int agree_on_setup(World& w, const std::function<void()>& setup);
+// One training run; a failure on any rank ends the whole job (other ranks may wait in a
+// collective). kExitSuccess, kExitAborted (target not reached) or the error's code.
+int train_agreed(World& w, const ResolvedRun& run, const TrainOptions& opts, TrainResult& r);
+// The host name up to its first dot: the default --system.
+std::string default_system_name();
+
+struct SuiteArgs {
+  std::vector<std::string> benchmarks;  // empty: every workload with the scale
+  std::string scale = "mini";
+  int runs = 0;                         // 0: the scale's result_runs
+  std::string results_dir = "results";
+  std::string system;
+  std::string data_dir = "data";
+  std::string device = "cpu";
+  int64_t seed_base = -1;               // -1: drawn at random, printed and logged per run
+  double progress_seconds = 30.0;
+  std::vector<std::string> sets;        // --set key=value, applied to every benchmark of the suite
+};
+void add_suite_command(CLI::App& app, SuiteArgs& a);
+int run_suite_command(SuiteArgs& a, const GlobalArgs& g, int argc, char** argv);
 
 // "resnet, ncf": the registry's workloads, for help texts.
 std::string workload_list_text();

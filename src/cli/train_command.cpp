@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 
 #include "cli/commands.h"
 #include "comm/collectives.h"
@@ -16,14 +17,50 @@
 
 namespace mlpd::cli {
 
-namespace {
+int agree_on_setup(World& w, const std::function<void()>& setup) {
+  int failed_code = 0;
+  std::string failure;
+  try {
+    setup();
+  } catch (const UserError& e) {
+    failed_code = e.exit_code;
+    failure = e.what();
+  } catch (const std::exception& e) {
+    failed_code = kExitInternal;
+    failure = std::string("internal error: ") + e.what();
+  }
+  const double worst = allreduce_max(w, failed_code);
+  if (worst > 0) {
+    const double first_failing = -allreduce_max(w, failed_code ? -w.rank : -w.size);
+    if (failed_code && w.rank == static_cast<int>(first_failing))
+      std::fprintf(stderr, "mlperf-dist: error%s: %s\n",
+                   w.rank == 0 ? "" : (" on rank " + std::to_string(w.rank)).c_str(), failure.c_str());
+  }
+  return static_cast<int>(worst);
+}
+
+int train_agreed(World& w, const ResolvedRun& run, const TrainOptions& opts, TrainResult& r) {
+  try {
+    r = run_training(w, run, opts);
+    return r.success ? kExitSuccess : kExitAborted;
+  } catch (const UserError& e) {
+    // Other ranks may be waiting in a collective: end the whole job, never hang.
+    if (w.size > 1) abort_world(w, e.what(), e.exit_code);
+    std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
+    return e.exit_code;
+  } catch (const std::exception& e) {
+    if (w.size > 1) abort_world(w, e.what(), kExitInternal);
+    std::fprintf(stderr, "mlperf-dist: internal error: %s\n", e.what());
+    return kExitInternal;
+  }
+}
+
 std::string default_system_name() {
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) != 0) return "local";
   std::string h(host);
   return h.substr(0, h.find('.'));
 }
-}  // namespace
 
 void add_train_command(CLI::App& app, TrainArgs& a) {
   auto* c = app.add_subcommand("train", "Train one workload to its quality target (run under mpirun for N ranks)");
@@ -101,51 +138,25 @@ int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv) 
   World w = init_world(&argc, &argv);
   install_stop_signal_handlers();
   // Before anything is opened or written: the config, the rules (with this run's rank count), the
-  // typed hyperparameters and the data files. The ranks then agree: if any failed (a data file
-  // missing on one node), every rank exits with the code, and the lowest failing rank says why.
+  // typed hyperparameters and the data files.
   ResolvedRun run;
-  int failed_code = 0;
-  std::string failure;
-  try {
+  const int failed = agree_on_setup(w, [&] {
     init_logging(w.rank, g.log_level);
     check_path_component("--system", a.opts.system);
     check_aux_outputs({{"--loss-log", a.opts.loss_log}, {"--dump-params", a.opts.dump_params}, {"--trace", a.opts.trace_path}});
     run = resolve_run(a.opts.run, w.rank, w.size);
-  } catch (const UserError& e) {
-    failed_code = e.exit_code;
-    failure = e.what();
-  } catch (const std::exception& e) {
-    failed_code = kExitInternal;
-    failure = std::string("internal error: ") + e.what();
-  }
-  const double worst = allreduce_max(w, failed_code);
-  if (worst > 0) {
-    const double first_failing = -allreduce_max(w, failed_code ? -w.rank : -w.size);
-    if (failed_code && w.rank == static_cast<int>(first_failing))
-      std::fprintf(stderr, "mlperf-dist: error%s: %s\n",
-                   w.rank == 0 ? "" : (" on rank " + std::to_string(w.rank)).c_str(), failure.c_str());
+  });
+  if (failed) {
     finalize_world(w);
-    return static_cast<int>(worst);
+    return failed;
   }
   if (a.print_config) {
     if (w.rank == 0) std::printf("%s", format_config(run.config).c_str());
     finalize_world(w);
     return kExitSuccess;
   }
-  int code = kExitSuccess;
-  try {
-    TrainResult r = run_training(w, run, a.opts);
-    code = r.success ? kExitSuccess : kExitAborted;
-  } catch (const UserError& e) {
-    // Other ranks may be waiting in a collective: end the whole job, never hang.
-    if (w.size > 1) abort_world(w, e.what(), e.exit_code);
-    std::fprintf(stderr, "mlperf-dist: error: %s\n", e.what());
-    code = e.exit_code;
-  } catch (const std::exception& e) {
-    if (w.size > 1) abort_world(w, e.what(), kExitInternal);
-    std::fprintf(stderr, "mlperf-dist: internal error: %s\n", e.what());
-    code = kExitInternal;
-  }
+  TrainResult r;
+  const int code = train_agreed(w, run, a.opts, r);
   finalize_world(w);
   return code;
 }

@@ -25,6 +25,14 @@ struct MetricSpec {
 // True when `value` meets `target` in the metric's direction.
 bool metric_reached(const MetricSpec& m, double value, double target);
 
+// Reference convergence points: epochs to reach the target with the reference config at one
+// global batch size, one entry per seed (MLPerf's RCPs; ours for the mini scale, calibrated).
+struct RcpPoint {
+  int64_t global_batch = 0;
+  std::vector<double> epochs;
+  std::string source;          // where the numbers come from
+};
+
 struct ScaleSpec {
   std::string name;            // "mini" or "reference"
   std::string defaults_yaml;   // the embedded config: its keys are the only keys allowed
@@ -32,6 +40,8 @@ struct ScaleSpec {
   int64_t train_samples = 0;   // the logged train_samples / eval_samples must be these
   int64_t eval_samples = 0;
   std::string target_source;   // where the target comes from, shown by `rules`
+  int result_runs = 5;         // runs a result needs (MLPerf: resnet 5, ncf 50, ...), scored by olympic mean
+  std::vector<RcpPoint> rcps;  // by global batch, ascending
 };
 
 // Keys a closed-division log trained with `opt_name` must log exactly once, beyond the common ones.

@@ -45,6 +45,9 @@ inline constexpr const char* kModelBnSpan = "model_bn_span";
 inline constexpr const char* kMlpdConfig = "mlperf_dist_config";
 // Ours: the run continued from a checkpoint (train --resume): never a valid MLPerf result.
 inline constexpr const char* kMlpdResumedFrom = "mlperf_dist_resumed_from";
+// Ours: what the run measured beside time to train (throughput, communication share, ranks,
+// device), logged just before run_stop so a report needs nothing but the result logs.
+inline constexpr const char* kMlpdRunSummary = "mlperf_dist_run_summary";
 
 // ---- optimizer: generic ----
 inline constexpr const char* kOptName = "opt_name";

@@ -39,7 +39,7 @@ void log_submission(MlLog& log, const ResolvedRun& run, const TrainOptions& opts
   mllog_event(log, keys::kSubmissionDivision, open_division ? keys::kOpen : keys::kClosed);
   mllog_event(log, keys::kSubmissionOrg, "mlperf-dist");
   mllog_event(log, keys::kSubmissionPlatform,
-              std::to_string(w.nodes) + "x" + w.hostname + " (" + std::to_string(w.size) + " ranks, CPU)");
+              std::to_string(w.nodes) + "x" + w.hostname + " (" + std::to_string(w.size) + " ranks, " + device_name(run.device) + ")");
   mllog_event(log, keys::kSubmissionStatus, "onprem");
   mllog_event(log, keys::kSubmissionPocName, "mlperf-dist");
   mllog_event(log, keys::kSubmissionPocEmail, "mlperf-dist@localhost");
@@ -404,6 +404,10 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   loop.checkpoint_if_stopped_early();
   TrainResult r;
   loop.fill(r);
+  mllog_event(log, keys::kMlpdRunSummary,
+              {{"throughput", r.throughput}, {"work_unit", r.work_unit}, {"comm_share", r.comm_share},
+               {"mean_step_ms", r.mean_step_ms}, {"steps", r.steps}, {"ranks", w.size}, {"nodes", w.nodes},
+               {"device", device_name(run.device)}});
   mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, r.status}});
   r.time_to_train_s = seconds_since(run_clock);
   if (loss_log) loss_log->commit();

@@ -105,8 +105,8 @@ WorkloadEntry make_entry() {
   // its 999 negatives). Reference: MovieLens-20M (20,000,263 ratings, 138,493 users). Mini:
   // ml-latest-small (100,004 ratings, 671 users); target calibrated in README.md.
   s.scales = {
-      {"mini", kNcfMiniDefaults, 0.27, 99333, 671, "mlperf-dist mini (ml-latest-small HR@10, calibrated)"},
-      {"reference", kNcfReferenceDefaults, 0.635, 19861770, 138493, "MLPerf v0.5 NCF (ml-20m HR@10)"},
+      {"mini", kNcfMiniDefaults, 0.27, 99333, 671, "mlperf-dist mini (ml-latest-small HR@10, calibrated)", 10, {}},
+      {"reference", kNcfReferenceDefaults, 0.635, 19861770, 138493, "MLPerf v0.5 NCF (ml-20m HR@10)", 50, {}},
   };
   s.rules = {
       {"*", "ncf.opt_name_adam_or_lazy_adam", {kOptName}, RuleKind::OneOf, {}, {kAdam, kLazyAdam}, {}, true, kV05Ncf},

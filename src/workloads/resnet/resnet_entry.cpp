@@ -44,8 +44,8 @@ WorkloadEntry make_entry() {
   s.summary = "image classification: ResNet-50 on ImageNet (reference), ResNet-20 on Fashion-MNIST (mini)";
   s.metric = {"top1", kEvalAccuracy, "fraction", 0.0, 1.0, true, {}};
   s.scales = {
-      {"mini", kResnetMiniDefaults, 0.90, 60000, 10000, "mlperf-dist mini (Fashion-MNIST top-1)"},
-      {"reference", kResnetReferenceDefaults, 0.759, 1281167, 50000, "MLPerf v0.7 (ImageNet top-1)"},
+      {"mini", kResnetMiniDefaults, 0.90, 60000, 10000, "mlperf-dist mini (Fashion-MNIST top-1)", 5, {}},
+      {"reference", kResnetReferenceDefaults, 0.759, 1281167, 50000, "MLPerf v0.7 (ImageNet top-1)", 5, {}},
   };
   s.rules = {
       {"*", "resnet.opt_name_sgd_or_lars", {kOptName}, RuleKind::OneOf, {}, {kSgd, kLars}, {}, true, kV07Table},
