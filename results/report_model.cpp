@@ -1,0 +1,121 @@
+#include "results/report_model.h"
+
+#include <algorithm>
+#include <map>
+
+namespace mlpd {
+
+namespace {
+
+// The distinct non-empty values of a check field over the runs, in first-seen order.
+std::vector<std::string> distinct(const std::vector<RunRecord>& runs, std::string CheckReport::*field) {
+  std::vector<std::string> seen;
+  for (const RunRecord& r : runs) {
+    const std::string& v = r.check.*field;
+    if (!v.empty() && std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
+  }
+  return seen;
+}
+
+// "a" when the runs agree, "a, b" when they differ (a table cell says so rather than hiding it).
+std::string joined(const std::vector<std::string>& values) {
+  std::string out;
+  for (const std::string& v : values) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
+}  // namespace
+
+std::string run_status(const RunRecord& r) { return r.check.status.empty() ? "unknown" : r.check.status; }
+
+bool dropped_from_score(const BenchmarkReport& b, int i) {
+  return b.score.valid && (i == b.score.dropped_fastest || i == b.score.dropped_slowest);
+}
+
+std::vector<ScalingRow> scaling_table(const std::vector<RunRecord>& runs) {
+  std::map<int, std::vector<RunRecord>> by_ranks;
+  for (const RunRecord& r : runs)
+    if (r.stats && r.stats->ranks > 0) by_ranks[r.stats->ranks].push_back(r);
+  if (by_ranks.size() < 2) return {};
+  std::vector<ScalingRow> rows;
+  for (const auto& [ranks, group] : by_ranks) {
+    ScalingRow row;
+    row.ranks = ranks;
+    row.runs = static_cast<int>(group.size());
+    double sum = 0.0, tput = 0.0;
+    int timed = 0, tputs = 0;
+    for (const RunRecord& r : group) {
+      if (r.converged() && r.check.run_seconds) {
+        ++row.converged;
+        sum += *r.check.run_seconds;
+        ++timed;
+      }
+      if (r.stats->throughput > 0.0) {
+        tput += r.stats->throughput;
+        ++tputs;
+      }
+    }
+    // A scaling study is not a submission: any 3+ runs at one rank count make an olympic mean.
+    const OlympicScore s = olympic_score(group, 0);
+    if (s.valid) {
+      row.seconds = s.mean_s;
+      row.olympic = true;
+    } else if (timed > 0) {
+      row.seconds = sum / timed;
+    }
+    if (tputs > 0) row.throughput = tput / tputs;
+    rows.push_back(row);
+  }
+  // The baseline is the smallest rank count with a time: efficiency 1 there by definition.
+  const ScalingRow* base = nullptr;
+  for (const ScalingRow& row : rows)
+    if (row.seconds && *row.seconds > 0.0) {
+      base = &row;
+      break;
+    }
+  if (base) {
+    const double base_work = *base->seconds * base->ranks;
+    for (ScalingRow& row : rows)
+      if (row.seconds && *row.seconds > 0.0) row.efficiency = base_work / (*row.seconds * row.ranks);
+  }
+  return rows;
+}
+
+BenchmarkReport make_benchmark_report(const BenchmarkResults& results, const BenchmarkLookup& lookup) {
+  BenchmarkReport b;
+  b.system = results.system;
+  b.dir = results.dir;
+  b.runs = results.runs;
+  // The logs name the benchmark; the folder's name stands in when they do not agree on one.
+  const std::vector<std::string> names = distinct(b.runs, &CheckReport::benchmark);
+  b.benchmark = names.size() == 1 ? names[0] : results.benchmark;
+  b.scale = joined(distinct(b.runs, &CheckReport::scale));
+  b.division = joined(distinct(b.runs, &CheckReport::division));
+  const BenchmarkSpec* spec = lookup ? lookup(b.benchmark) : nullptr;
+  if (spec) {
+    b.known = true;
+    b.metric = spec->metric;
+    for (const ScaleSpec& s : spec->scales)
+      if (s.name == b.scale) b.required_runs = s.result_runs;
+  }
+  for (const RunRecord& r : b.runs) {
+    if (!b.known) break;  // without a spec, a run's target is not known either (read_run leaves 0)
+    if (!b.target)
+      b.target = r.target;
+    else if (*b.target != r.target)
+      b.mixed_targets = true;
+  }
+  b.score = olympic_score(b.runs, b.required_runs);
+  b.scaling = scaling_table(b.runs);
+  return b;
+}
+
+Report make_report(const std::string& dir, const BenchmarkLookup& lookup) {
+  Report rep;
+  rep.source = dir;
+  for (const BenchmarkResults& br : read_results(dir, lookup))
+    rep.benchmarks.push_back(make_benchmark_report(br, lookup));
+  return rep;
+}
+
+}  // namespace mlpd
