@@ -1,8 +1,11 @@
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "mlperf/check.h"
+#include "mlperf/check_results.h"
+#include "mlperf/result_set.h"
 #include "mlperf/rules.h"
 #include "workloads/registry.h"
 
@@ -12,13 +15,57 @@ void add_check_command(CLI::App& app, CheckArgs& a) {
   auto* c = app.add_subcommand(
       "check", "Check result logs against MLPerf's rules (0.7.0 common and per-benchmark rules, each workload's "
                "targets, dataset sizes and metric range)");
-  c->footer("Exit codes: 0 every log passed; 1 a log failed the rules; 2 usage error (e.g. no such file).");
-  c->add_option("files", a.files, "result_N.txt files to check")->required()->check(CLI::ExistingFile);
+  c->footer("A folder (results/, results/<system>/ or results/<system>/<benchmark>/) is checked as MLPerf checks a\n"
+            "submission: each result_N.txt, then per benchmark the number of runs, convergence, distinct seeds\n"
+            "and the RCP test; one line per benchmark, then SUCCESS or FAILED.\n"
+            "Exit codes: 0 every log (and set) passed; 1 a log or a set failed the rules; 2 usage error (e.g. no\n"
+            "such file, a folder without result files).");
+  c->add_option("files", a.files, "result_N.txt files or results folders to check")
+      ->required()
+      ->check(CLI::ExistingPath);
 }
+
+namespace {
+
+void print_report(const std::string& f, const CheckReport& rep) {
+  for (const std::string& w : rep.warnings) std::printf("%s: warning: %s\n", f.c_str(), w.c_str());
+  for (const std::string& e : rep.errors) std::printf("%s: error: %s\n", f.c_str(), e.c_str());
+  std::printf("%s\n", rep.summary.c_str());  // names the file and says PASSED or FAILED
+}
+
+// Every benchmark set under `dir`; false when one fails. No result file at all is a usage error
+// (UserError from read_results, exit 2).
+bool check_folder(const std::string& dir) {
+  bool ok = true;
+  for (const BenchmarkResults& br : read_results(dir, &find_benchmark_spec)) {
+    for (const RunRecord& r : br.runs) print_report(r.path, r.check);
+    ResultSetCheck set;
+    try {
+      set = check_result_set(br, &find_benchmark_spec);
+    } catch (const std::exception& e) {  // as for a file: this set fails, the others are still checked
+      set.errors = {{br.dir, std::string("internal error: ") + e.what()}};
+      set.summary = br.system + "/" + br.benchmark + ": FAILED (internal error)";
+    }
+    for (const SetFinding& n : set.notes) std::printf("%s: note: %s\n", n.where.c_str(), n.message.c_str());
+    for (const SetFinding& e : set.errors) std::printf("%s: error: %s\n", e.where.c_str(), e.message.c_str());
+    std::printf("%s\n", set.summary.c_str());
+    ok = ok && set.ok;
+  }
+  return ok;
+}
+
+}  // namespace
 
 int run_check_command(const CheckArgs& a) {
   int bad = 0;
+  bool any_folder = false;
   for (const std::string& f : a.files) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(f, ec)) {
+      any_folder = true;
+      if (!check_folder(f)) ++bad;
+      continue;
+    }
     CheckReport rep;
     try {
       rep = check_result_file(f, &find_benchmark_spec);
@@ -26,11 +73,10 @@ int run_check_command(const CheckArgs& a) {
       rep.errors = {std::string("internal error: ") + e.what()};
       rep.summary = f + ": FAILED (internal error)";
     }
-    for (const std::string& w : rep.warnings) std::printf("%s: warning: %s\n", f.c_str(), w.c_str());
-    for (const std::string& e : rep.errors) std::printf("%s: error: %s\n", f.c_str(), e.c_str());
-    std::printf("%s\n", rep.summary.c_str());  // names the file and says PASSED or FAILED
+    print_report(f, rep);
     if (!rep.ok) ++bad;
   }
+  if (any_folder) std::printf("%s\n", bad == 0 ? "SUCCESS" : "FAILED");  // single files print as before
   return bad == 0 ? 0 : 1;
 }
 

@@ -460,9 +460,17 @@ CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lo
                          fmt(*r.final_accuracy) + " does not reach the target " + fmt(target->target) + " (" +
                          r.benchmark + ", " + r.scale + ")");
   }
+  // As MLCommons' checker: a log must show the target reached. A run that stopped short is still
+  // a complete log, and a result set may count one such run, as its dropped slowest (complete).
+  bool stopped_short = false;
   if (r.status == kAborted) {
-    r.warnings.push_back("run aborted: not a converged result");
-    if (reached) r.warnings.push_back("run aborted although the last eval_accuracy reached the target");
+    if (reached) {
+      r.warnings.push_back("run aborted although the last eval_accuracy reached the target");
+    } else {
+      stopped_short = true;
+      r.errors.push_back(at(*c.run_stop_ev) + "run aborted without reaching the target: not a result on its own (a "
+                         "result set may hold one such run, as its dropped slowest)");
+    }
   }
 
   // ---- a resumed run (train --resume): its timed region did not start from scratch ----
@@ -487,6 +495,7 @@ CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lo
   }
 
   r.ok = r.errors.empty();
+  r.complete = r.errors.size() == (stopped_short ? 1u : 0u);
   r.converged = r.ok && r.status == kSuccess && reached;
   std::string s = path + ": " + (r.benchmark.empty() ? "?" : r.benchmark) + " " + r.scale + " " +
                   (r.division.empty() ? "?" : r.division) + ", status " + (r.status.empty() ? "?" : r.status);

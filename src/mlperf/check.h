@@ -26,6 +26,8 @@ struct CheckReport {
   std::optional<double> final_accuracy;  // the last eval_accuracy
   std::optional<double> run_seconds;     // run_stop - run_start: the timed region
   bool converged = false;                // ok, status success and the target reached
+  bool complete = false;                 // no error but, perhaps, a run aborted short of the target
+                                         // (MLPerf's one tolerated non-converged run of a set)
 };
 
 // `lookup` gives the benchmark's spec (metric range and direction, targets, rules) by the name the

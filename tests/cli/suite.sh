@@ -35,6 +35,13 @@ python3 -m mlperf_logging.system_desc_checker "$WORK/sub/systems/ci.json" traini
   --log_output "$WORK/sd.log" > "$WORK/sd.txt" 2>&1 || true
 grep -q "System description checker passed" "$WORK/sd.txt" || { cat "$WORK/sd.txt"; fail "the official checker rejected systems/ci.json"; }
 
+# The folder as a set: 3 runs where MLPerf asks for 10 is not a result, and check says so.
+set +e
+"$BIN" check "$RES" > "$WORK/set.txt" 2>&1; rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "3 run(s), 10 required (ncf mini)" "$WORK/set.txt" && tail -1 "$WORK/set.txt" | grep -q "^FAILED" ||
+  { cat "$WORK/set.txt"; fail "check of the 3-run folder: exit $rc, expected 1 naming the run count"; }
+
 # The folder now holds results: a second suite into it is refused before any run.
 set +e
 "$BIN" suite --benchmarks ncf --runs 3 --system ci --data-dir "$DATA" --results-dir "$RES" > "$WORK/again.txt" 2>&1; rc=$?

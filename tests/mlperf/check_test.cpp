@@ -131,10 +131,21 @@ TEST(Check, success_below_target_fails) {
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.converged);
   EXPECT_TRUE(has_error(r, "does not reach the target 0.9")) << all(r);
-  // The same accuracy is fine for a run that says it was aborted: not converged, but a valid log.
+  EXPECT_FALSE(r.complete);
+  // A run that says it was aborted is a complete log but, as for MLCommons' checker, not a passing
+  // one: a result set may hold one such run (complete), never a lone log (ok).
   s.status = kAborted;
   r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
+  EXPECT_FALSE(r.ok) << all(r);
+  EXPECT_TRUE(r.complete) << all(r);
+  EXPECT_FALSE(r.converged);
+  EXPECT_TRUE(has_error(r, "run aborted without reaching the target")) << all(r);
+  ASSERT_EQ(r.errors.size(), 1u) << all(r);
+  // Aborted after reaching the target: passes, with a warning.
+  s.final_accuracy = 0.95;
+  r = check_result_file(write_log(scratch_dir(), s), &find_benchmark_spec);
   EXPECT_TRUE(r.ok) << all(r);
+  EXPECT_TRUE(r.complete);
   EXPECT_FALSE(r.converged);
 }
 

@@ -108,6 +108,10 @@ WorkloadEntry make_entry() {
       {"mini", kNcfMiniDefaults, 0.27, 99333, 671, "mlperf-dist mini (ml-latest-small HR@10, calibrated)", 10, {}},
       {"reference", kNcfReferenceDefaults, 0.635, 19861770, 138493, "MLPerf v0.5 NCF (ml-20m HR@10)", 50, {}},
   };
+  // Epochs to target per seed (mini: our calibration, README.md). The reference scale has none:
+  // NCF left MLPerf before RCPs existed (mlperf_logging's rcp_checker has no ncf file), so there
+  // the RCP test is not applicable.
+  s.scales[0].rcps = {{4096, {4, 5, 4, 4, 6, 5, 5, 5, 5, 4}, "src/workloads/ncf/README.md (10 seeds, 2 ranks)"}};
   s.rules = {
       {"*", "ncf.opt_name_adam_or_lazy_adam", {kOptName}, RuleKind::OneOf, {}, {kAdam, kLazyAdam}, {}, true, kV05Ncf},
       {"*", "ncf.lr_positive", {kOptBaseLearningRate}, RuleKind::AtLeast, {1e-12}, {}, {}, true, kV05Ncf},

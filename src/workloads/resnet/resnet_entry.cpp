@@ -47,6 +47,23 @@ WorkloadEntry make_entry() {
       {"mini", kResnetMiniDefaults, 0.90, 60000, 10000, "mlperf-dist mini (Fashion-MNIST top-1)", 5, {}},
       {"reference", kResnetReferenceDefaults, 0.759, 1281167, 50000, "MLPerf v0.7 (ImageNet top-1)", 5, {}},
   };
+  // Epochs to target per seed. Mini: our calibration (README.md, "Calibration (RCP)"). Reference:
+  // MLCommons' LARS RCPs, the oldest set that has resnet (v1.0; v0.7 had no RCP check), copied
+  // from mlperf_logging's rcp_checker/training_1.0.0/rcps_resnet.json; each point ran its own
+  // hyperparameters, listed in that file.
+  s.scales[0].rcps = {{128, {4, 4, 4, 4, 4, 5, 4, 5, 4, 4}, "src/workloads/resnet/README.md (10 seeds, 2 ranks)"}};
+  const std::string ref_rcps = "mlperf_logging rcp_checker/training_1.0.0/rcps_resnet.json";
+  s.scales[1].rcps = {
+      {1632, {34, 34, 34, 35, 35, 37, 35, 35, 33, 35, 35, 37, 37, 35, 35, 34, 35}, ref_rcps},
+      {2048, {38, 39, 38, 39, 38, 39, 38, 39, 38, 38}, ref_rcps},
+      {3264, {36, 35, 34, 34, 36, 35, 35, 35, 35, 37, 35, 35, 35, 36, 35}, ref_rcps},
+      {4096, {39, 42, 40, 41, 39, 40, 41, 39, 40, 39}, ref_rcps},
+      {8192, {42, 44, 43, 41, 41, 41, 42, 42, 43, 41}, ref_rcps},
+      {13056, {44, 45, 47, 45, 45, 45, 45, 44, 44, 44, 45, 45, 45, 45, 44, 44}, ref_rcps},
+      {32768, {56, 56, 55, 56, 56, 56, 56, 56, 57, 56}, ref_rcps},
+      {64480, {88, 87, 86, 86, 86, 86, 86, 86, 84, 86}, ref_rcps},
+      {65536, {83, 85, 84, 86, 85, 85, 83, 84, 85, 85}, ref_rcps},
+  };
   s.rules = {
       {"*", "resnet.opt_name_sgd_or_lars", {kOptName}, RuleKind::OneOf, {}, {kSgd, kLars}, {}, true, kV07Table},
       {"*", "resnet.sgd_lr_multiple_of_0.001", {kOptBaseLearningRate, kSgdOptBaseLearningRate},
