@@ -1,7 +1,8 @@
 #include "mlperf/check_results.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -30,12 +31,6 @@ std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
   return s;
-}
-
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
 }
 
 }  // namespace
@@ -115,11 +110,11 @@ ResultSetCheck check_result_set(const BenchmarkResults& br, const BenchmarkLooku
   c.ok = files_ok && c.errors.empty();
   std::string s = c.system + "/" + c.benchmark + " (" + (c.scale.empty() ? "?" : c.scale) + ", " +
                   (c.division.empty() ? "?" : c.division) + "): ";
-  s += c.score.valid ? "score " + fmt("%.2f", c.score.mean_s / 60.0) + " min" : "score n/a";
+  s += c.score.valid ? "score " + fmt::format("{:.2f}", c.score.mean_s / 60.0) + " min" : "score n/a";
   s += ", " + std::to_string(c.score.runs) + " runs (" + std::to_string(c.score.converged) + " converged, " +
        (c.required_runs > 0 ? std::to_string(c.required_runs) : std::string("?")) + " required)";
   s += ", RCP " + std::string(rcp_verdict_name(c.rcp.verdict));
-  if (c.rcp.verdict != RcpVerdict::NotApplicable) s += " (p " + fmt("%.3g", c.rcp.p) + ")";
+  if (c.rcp.verdict != RcpVerdict::NotApplicable) s += " (p " + fmt::format("{:.3g}", c.rcp.p) + ")";
   s += c.ok ? ": PASSED" : ": FAILED";
   c.summary = s;
   return c;

@@ -1,8 +1,9 @@
 #include "mlperf/rcp.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 namespace mlpd {
@@ -62,12 +63,6 @@ Sample sample_of(const std::vector<double>& v) {
   for (double x : v) ss += (x - s.mean) * (x - s.mean);
   s.sd = std::sqrt(ss / (s.n - 1));
   return s;
-}
-
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
 }
 
 }  // namespace
@@ -196,11 +191,12 @@ RcpResult rcp_test(const std::vector<RcpPoint>& rcps, int64_t global_batch,
     r.p = student_t_cdf(r.t, r.dof);
   }
   r.verdict = r.p < kRcpAlpha ? RcpVerdict::Fail : RcpVerdict::Pass;
-  r.why = "submission mean " + fmt("%.3g", sub.mean) + " epochs (" + std::to_string(sub.n) + " runs) vs reference " +
-          fmt("%.3g", ref.mean) + " (sd " + fmt("%.2g", ref.sd) + ", " + std::to_string(ref.n) + " runs" +
-          (ref.interpolated ? ", interpolated" : "") + ") at global batch " + std::to_string(global_batch) +
-          ": p " + fmt("%.3g", r.p) + (r.verdict == RcpVerdict::Fail ? " < " : " >= ") + fmt("%.2g", kRcpAlpha) +
-          (r.verdict == RcpVerdict::Fail ? ", converges significantly faster than the reference" : "");
+  const bool fail = r.verdict == RcpVerdict::Fail;
+  r.why = fmt::format("submission mean {:.3g} epochs ({} runs) vs reference {:.3g} (sd {:.2g}, {} runs{}) at global "
+                      "batch {}: p {:.3g} {} {:.2g}{}",
+                      sub.mean, sub.n, ref.mean, ref.sd, ref.n, ref.interpolated ? ", interpolated" : "", global_batch,
+                      r.p, fail ? "<" : ">=", kRcpAlpha,
+                      fail ? ", converges significantly faster than the reference" : "");
   return r;
 }
 

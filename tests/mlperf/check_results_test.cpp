@@ -12,18 +12,7 @@ namespace {
 using namespace mlpd::testing;
 using namespace mlpd::keys;
 
-// A resnet mini closed run whose first eval at or above 0.90 is at epoch `epochs` (its last).
-LogSpec mini_run(int epochs) {
-  LogSpec s;
-  s.scale = "mini";
-  s.opt = kSgd;
-  s.train_samples = 60000;
-  s.eval_samples = 10000;
-  s.global_batch_size = 128;
-  s.final_accuracy = 0.91;
-  s.epochs = epochs;
-  return s;
-}
+LogSpec mini_run(int epochs) { return mini_resnet_spec(epochs); }
 
 // One run per spec under <dir>/testsys/resnet/, seeds 1, 2, ... unless `seeds` says otherwise.
 std::vector<std::string> write_set(const std::string& dir, const std::vector<LogSpec>& specs,

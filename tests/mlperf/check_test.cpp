@@ -24,16 +24,7 @@ bool has_error(const CheckReport& r, const std::string& part) {
   return false;
 }
 
-LogSpec mini_spec() {
-  LogSpec s;
-  s.scale = "mini";
-  s.opt = kSgd;
-  s.train_samples = 60000;
-  s.eval_samples = 10000;
-  s.global_batch_size = 128;
-  s.final_accuracy = 0.91;
-  return s;
-}
+LogSpec mini_spec() { return mini_resnet_spec(); }
 
 // Fails (never skips) when the official checker is missing.
 void require_official_checker() {

@@ -53,6 +53,19 @@ struct LogSpec {
   json hyper = json::object();  // overrides of the optimizer keys logged
 };
 
+// A resnet mini closed SGD run, its last eval (at epoch `epochs`) the first at or above 0.90.
+inline LogSpec mini_resnet_spec(int epochs = 4) {
+  LogSpec s;
+  s.scale = "mini";
+  s.opt = keys::kSgd;
+  s.train_samples = 60000;
+  s.eval_samples = 10000;
+  s.global_batch_size = 128;
+  s.final_accuracy = 0.91;
+  s.epochs = epochs;
+  return s;
+}
+
 // Writes results/<system>/<benchmark>/result_N.txt through the API; returns its path.
 inline std::string write_log(const std::string& results_dir, const LogSpec& s) {
   using namespace keys;
