@@ -22,7 +22,8 @@ struct Topology {
   MPI_Comm rail = MPI_COMM_NULL;   // ranks with my local rank on every node, ordered by node
   int rank = 0, size = 1, local_rank = 0, local_size = 1, node_index = 0, nodes = 1;
   bool uniform = true;             // every node has the same number of ranks
-  std::vector<int> order;          // world ranks in canonical order (by node, then local rank)
+  std::vector<int> order;          // world ranks by node, then local rank: 0..size-1 where every node
+                                   // holds consecutive ranks (the canonical order is rank order)
   std::vector<int> groups;         // index into `order` where each node starts
 };
 

@@ -1,7 +1,7 @@
 // Backend `mpi`: each job is one MPI_Iallgather of every rank's contribution (in wire precision)
-// followed by the canonical sum, computed identically on every rank. One collective per job, so
-// it is the latency-optimal choice for small buckets; its volume is size x n per rank, so large
-// buckets go to the hierarchical backend.
+// followed by the canonical sum (rank order), computed identically on every rank. One collective
+// per job, so it is the latency-optimal choice for small buckets; its volume is size x n per rank,
+// so large buckets go to the hierarchical backend.
 #include <sched.h>
 #include <unistd.h>
 
@@ -166,9 +166,9 @@ class MpiBackend final : public Backend {
     }
     const size_t eb = wire_bytes(p_);
     const auto* base = reinterpret_cast<const char*>(sl.recv.data());
-    for (size_t k = 0; k < t_.order.size(); ++k)
-      srcs_[k] = base + static_cast<size_t>(t_.order[k]) * j.n * eb;
-    canonical_sum(srcs_.data(), nullptr, t_.size, t_.groups, j.n, p_, j.data, nullptr);
+    // The gathered contributions lie in rank order: the canonical order, whatever the nodes.
+    for (size_t r = 0; r < srcs_.size(); ++r) srcs_[r] = base + r * j.n * eb;
+    canonical_sum(srcs_.data(), nullptr, t_.size, j.n, p_, j.data, nullptr);
     sl.busy = false;
   }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "comm/backend.h"
+#include "comm/sparse_exchange.h"
 #include "comm/watchdog.h"
 #include "core/check.h"
 #include "kernels/device.h"
@@ -53,8 +54,11 @@ class Communicator {
   std::unique_ptr<Backend> small_be, large_be;  // the same object may serve both (large_be empty)
   size_t small_bytes = 0;
   double bucket_mb = 0, first_mb = 0;
-  std::vector<Bucket> bkts;
+  std::vector<Bucket> bkts;  // [0, n_main): buckets of the dense views; then the sparse views' buckets
+  size_t n_main = 0;
   std::vector<int> view_bucket;
+  SparseExchange sparse;     // tables empty: every view is reduced in the buckets, always
+  size_t sparse_given = 0;   // sparse views the store has (exchanged sparsely or not)
   size_t next_start = 0;
   int in_flight = 0;  // buckets and flat allreduces submitted and not yet retired
   bool in_step = false;
@@ -76,7 +80,7 @@ class Communicator {
     if (small_be) wait_all();
     small_be.reset();
     large_be.reset();
-    for (MPI_Comm* c : {&topo.rail, &topo.node, &topo.world})
+    for (MPI_Comm* c : {&sparse.comm, &topo.rail, &topo.node, &topo.world})
       if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
   }
 
@@ -123,8 +127,9 @@ class Communicator {
     ++in_flight;
   }
 
+  // The dense views' buckets; the sparse views' buckets start only on a dense step (finish_sparse).
   void start_ready(ParamStore& s, bool all) {
-    while (next_start < bkts.size() && (all || bkts[next_start].ready == bkts[next_start].nviews))
+    while (next_start < n_main && (all || bkts[next_start].ready == bkts[next_start].nviews))
       start_bucket(s, next_start++);
   }
 
@@ -242,7 +247,8 @@ void build_topology(Communicator& c) {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg, const ParamStore& store) {
+std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg, const ParamStore& store,
+                                                const std::vector<SparseRows>& sparse) {
   auto c = std::unique_ptr<Communicator>(new Communicator);
   c->w = &w;
   c->cfg = cfg;
@@ -264,32 +270,66 @@ std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg,
   c->small_bytes = static_cast<size_t>((cfg.small_kb > 0 ? cfg.small_kb : kDefaultSmallKb) * 1024);
   const size_t chunk = std::max<size_t>(4096, static_cast<size_t>((cfg.chunk_kb > 0 ? cfg.chunk_kb : kDefaultChunkKb) * 256));
 
-  // Buckets: views in reverse order; the first bucket is small so communication starts early.
+  // Sparse views: exchanged as touched rows on the host at more than one rank, unless off.
   const size_t nv = store.views.size();
-  c->view_bucket.assign(nv, -1);
-  for (size_t i = nv; i > 0;) {
-    Bucket k;
-    k.hi = i - 1;
-    const double cap = (c->bkts.empty() ? c->first_mb : c->bucket_mb) * 1e6;
-    size_t lo = i - 1;
-    while (lo > 0) {
-      size_t end = store.views[k.hi].offset + store.views[k.hi].count;
-      if (static_cast<double>(end - store.views[lo - 1].offset) * 4 > cap) break;
-      --lo;
-    }
-    k.lo = lo;
-    k.offset = store.views[lo].offset;
-    k.count = store.views[k.hi].offset + store.views[k.hi].count - k.offset;
-    k.nviews = static_cast<int>(k.hi - k.lo + 1);
-    for (size_t v = lo; v <= k.hi; ++v) c->view_bucket[v] = static_cast<int>(c->bkts.size());
-    c->bkts.push_back(k);
-    i = lo;
+  c->sparse.mode = parse_sparse_mode(cfg.sparse_embeddings);
+  c->sparse_given = sparse.size();
+  std::vector<char> is_sparse(nv, 0);
+  for (const SparseRows& r : sparse) {
+    MLPD_CHECK(r.view < nv && !is_sparse[r.view] && r.width > 0 && store.views[r.view].count % r.width == 0,
+               "make_communicator: a sparse view is out of range, given twice, or not whole rows");
+    is_sparse[r.view] = 1;
   }
+  if (c->device && c->sparse.mode == SparseMode::on && !sparse.empty())
+    throw UserError("sparse embedding exchange is host only: the gradients are on the GPU (" +
+                        std::string(device_name(store.device)) + "); use auto or off",
+                    2);
+  if (c->sparse.mode != SparseMode::off && !c->device && w.size > 1) {
+    for (const SparseRows& r : sparse) {
+      const ParamView& v = store.views[r.view];
+      c->sparse.tables.push_back({r.view, v.offset, v.count, r.width});
+      c->sparse.dense_bytes += v.count * 4;
+    }
+  } else {
+    std::fill(is_sparse.begin(), is_sparse.end(), 0);  // every view in the buckets, as without sparse views
+  }
+
+  // Buckets: views in reverse order; the first bucket is small so communication starts early. The
+  // sparse views' buckets (a dense step's path for them) come after all others, never mixed in.
+  c->view_bucket.assign(nv, -1);
+  auto build = [&](char sparse_pass) {
+    for (size_t i = nv; i > 0;) {
+      if (is_sparse[i - 1] != sparse_pass) {
+        --i;
+        continue;
+      }
+      Bucket k;
+      k.hi = i - 1;
+      const double cap = (c->bkts.empty() ? c->first_mb : c->bucket_mb) * 1e6;
+      size_t lo = i - 1;
+      while (lo > 0 && is_sparse[lo - 1] == sparse_pass) {
+        size_t end = store.views[k.hi].offset + store.views[k.hi].count;
+        if (static_cast<double>(end - store.views[lo - 1].offset) * 4 > cap) break;
+        --lo;
+      }
+      k.lo = lo;
+      k.offset = store.views[lo].offset;
+      k.count = store.views[k.hi].offset + store.views[k.hi].count - k.offset;
+      k.nviews = static_cast<int>(k.hi - k.lo + 1);
+      for (size_t v = lo; v <= k.hi; ++v) c->view_bucket[v] = static_cast<int>(c->bkts.size());
+      c->bkts.push_back(k);
+      i = lo;
+    }
+  };
+  build(0);
+  c->n_main = c->bkts.size();
+  build(1);
   c->spans.reserve(1024);
 
   if (w.size > 1) {
     build_topology(*c);
     set_idle_policy(w.local_size);
+    if (!c->sparse.tables.empty()) MPI_CHECK(MPI_Comm_dup(c->topo.world, &c->sparse.comm));
     const size_t grads = std::max<size_t>(store.param_count, 1);  // store.grads is empty on the GPU
     if (gpu) {
       c->small_be = make_nccl_backend(w, c->topo, c->prec, std::max(grads, chunk));
@@ -338,7 +378,33 @@ void grad_ready(Communicator& c, ParamStore& s, size_t view) {
   c.progress_all();
 }
 
-void grads_finish_step(Communicator& c, ParamStore& s) {
+namespace {
+
+// After the dense buckets are done (a blocking collective while another rank still needed this
+// rank's progress on a bucket could hang): the sparse views, by rows or as their buckets.
+void finish_sparse(Communicator& c, ParamStore& s, const std::vector<SparseRows>& touched) {
+  bool by_rows = false;
+  {
+    WatchScope watch("sparse_gradients (counts)");
+    by_rows = sparse_step_chosen(c.sparse, c.topo, touched);
+  }
+  if (by_rows) {
+    const double t0 = c.now();
+    const double before = c.sparse.gathered_bytes;
+    {
+      WatchScope watch("sparse_gradients");
+      sparse_exchange(c.sparse, c.topo, c.prec, s.grads.data(), touched);
+    }
+    c.span("sparse_gradients", -1, t0, static_cast<size_t>(c.sparse.gathered_bytes - before));
+  } else {
+    for (size_t b = c.n_main; b < c.bkts.size(); ++b) c.start_bucket(s, b);
+    c.wait_all();
+  }
+}
+
+}  // namespace
+
+void grads_finish_step(Communicator& c, ParamStore& s, const std::vector<SparseRows>& touched) {
   if (c.device) check_store(c, s, "grads_finish_step");
   c.start_ready(s, true);  // buckets never signalled (or overlap off) start now, in order
   if (c.device) {
@@ -349,6 +415,7 @@ void grads_finish_step(Communicator& c, ParamStore& s) {
     c.hand_to_gpu();
   } else {
     c.wait_all();
+    if (!c.sparse.tables.empty()) finish_sparse(c, s, touched);
   }
   c.in_step = false;
 }
@@ -406,6 +473,22 @@ std::string backend_for_bytes(const Communicator& c, size_t bytes) {
   return be ? be->name() : "none";
 }
 
+SparseStats sparse_stats(const Communicator& c) {
+  SparseStats st;
+  st.mode = sparse_mode_name(c.sparse.mode);
+  st.active = !c.sparse.tables.empty();
+  st.views = c.sparse_given;
+  if (!st.active && st.views > 0)
+    st.inactive_why = c.sparse.mode == SparseMode::off ? "off: dense in the buckets"
+                      : c.device                        ? "host only: gradients on the GPU, dense in NCCL buckets"
+                                                        : "1 rank: nothing to exchange";
+  st.dense_bytes = c.sparse.dense_bytes;
+  st.sparse_steps = c.sparse.sparse_steps;
+  st.dense_steps = c.sparse.dense_steps;
+  st.gathered_bytes = c.sparse.gathered_bytes;
+  return st;
+}
+
 std::vector<BucketInfo> buckets(const Communicator& c) {
   std::vector<BucketInfo> out;
   for (const Bucket& k : c.bkts) out.push_back({k.offset, k.count, k.lo, k.hi, backend_for_bytes(c, k.count * 4)});
@@ -425,11 +508,12 @@ std::string describe(const Communicator& c) {
   if (c.small_be)
     s += ", " + std::to_string(c.topo.nodes) + " node(s) x " + std::to_string(c.topo.local_size) + " ranks";
   if (c.device) s += ", gradients on the GPU";
-  s += ", " + std::to_string(c.bkts.size()) + " buckets [";
-  for (size_t b = 0; b < c.bkts.size(); ++b) {
+  const size_t nb = c.n_main;
+  s += ", " + std::to_string(nb) + " buckets [";
+  for (size_t b = 0; b < nb; ++b) {
     if (b) s += " ";
-    if (b == 6 && c.bkts.size() > 8) {
-      s += "... " + mb(static_cast<double>(c.bkts.back().count) * 4);
+    if (b == 6 && nb > 8) {
+      s += "... " + mb(static_cast<double>(c.bkts[nb - 1].count) * 4);
       break;
     }
     s += mb(static_cast<double>(c.bkts[b].count) * 4);
@@ -437,6 +521,14 @@ std::string describe(const Communicator& c) {
   s += "] MB (first " + mb(c.first_mb * 1e6) + ", cap " + mb(c.bucket_mb * 1e6) + "), precision " +
        precision_name(c.prec) + ", overlap " + (c.cfg.overlap ? "on" : "off") + ", timeout " +
        std::to_string(static_cast<int>(comm_timeout())) + " s";
+  if (!c.sparse.tables.empty())
+    s += ", sparse embeddings " + std::string(sparse_mode_name(c.sparse.mode)) + " (" +
+         std::to_string(c.sparse.tables.size()) + " views, " + mb(static_cast<double>(c.sparse.dense_bytes)) +
+         " MB dense: the rows a step touched" + (c.sparse.mode == SparseMode::on ? "" : " when cheaper") + ", else " +
+         std::to_string(c.bkts.size() - c.n_main) + " buckets)";
+  else if (c.sparse_given > 0)
+    s += ", sparse embeddings " + std::string(sparse_mode_name(c.sparse.mode)) + ": not used (" +
+         sparse_stats(c).inactive_why + ")";
   return s;
 }
 

@@ -3,8 +3,9 @@
 //
 //   mpi           host buffers over MPI (MPI_Iallgather + the canonical sum; small buckets)
 //   hierarchical  reduce inside each node in an MPI-3 shared-memory window (each rank sums its
-//                 slice of every rank's buffer), allreduce across nodes rank-by-rank between the
-//                 ranks of equal local rank, everyone copies the result back
+//                 slice of every rank's buffer), across nodes a chain in node order between the
+//                 ranks of equal local rank (each node adds its ranks to the partial of the node
+//                 before: plain rank order), the result passed back round; everyone copies it back
 //   nccl          NCCL on the GPU (compiled when CUDA and NCCL are found; needs a GPU per rank at
 //                 run time): the only backend for a store on the GPU; host buffers are staged
 //   auto          nothing on 1 rank; store on the GPU: nccl; else mpi below the measured
@@ -12,6 +13,11 @@
 //
 // Every host path sums each element in one canonical order (comm/reduce_kernels.h), so the result
 // does not depend on bucket boundaries or on the backend: bucketed == flat, bit for bit.
+// Sparse views (embedding tables, core/sparse_rows.h): on the host, at more than one rank, their
+// gradients leave the buckets and are exchanged at grads_finish_step as the rows each rank's step
+// touched, when that is cheaper than the dense bytes (chosen per step, the same on every rank:
+// comm/sparse_exchange.h), bit for bit the dense sum either way. A store on the GPU keeps them in
+// the dense NCCL buckets (the sparse exchange is host only).
 // Gradient averaging is not done here: the trainer scales the loss by 1/global_batch, so the sum
 // is the mean (the one place gradients are averaged).
 //
@@ -35,6 +41,7 @@
 
 #include "comm/world.h"
 #include "core/param_store.h"
+#include "core/sparse_rows.h"
 
 namespace mlpd {
 
@@ -52,6 +59,8 @@ struct CommConfig {
   double small_kb = 0;              // auto: buckets below this go to mpi (0 = kDefaultSmallKb, kDefaultPairSmallKb)
   double chunk_kb = 0;              // hierarchical: pipeline chunk per job (0 = kDefaultChunkKb)
   int ranks_per_node = 0;           // test hook: pretend nodes of this many consecutive ranks (0 = real nodes)
+  std::string sparse_embeddings = "auto";  // auto | on | off: sparse views' rows exchanged when cheaper /
+                                           // always / never (dense buckets as before); host only
 };
 
 inline constexpr double kDefaultBucketMb = 4.0;        // CPU; see describe() and the note in comm/
@@ -75,7 +84,10 @@ class Communicator;  // owns windows, communicators, buffers; RAII
 // Collective over w. Follows store.device: a store on the GPU gets device buckets and nccl (at more
 // than one rank; the process's GPU is opened as kernels/device.h's open_device would: local_rank %
 // GPUs); a backend other than auto/nccl, or a precision other than fp32, is then a UserError.
-std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg, const ParamStore& store);
+// `sparse` names the store's sparse views (their rows are ignored here); empty: all views dense.
+// sparse_embeddings "on" with a store on the GPU is a UserError.
+std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg, const ParamStore& store,
+                                                const std::vector<SparseRows>& sparse = {});
 // Out-of-line destruction, so unique_ptr<Communicator> works with the incomplete type (see below).
 void destroy_communicator(Communicator* c);
 
@@ -85,7 +97,9 @@ void destroy_communicator(Communicator* c);
 // next work (the host has not waited).
 void grads_begin_step(Communicator& c);
 void grad_ready(Communicator& c, ParamStore& s, size_t view);
-void grads_finish_step(Communicator& c, ParamStore& s);
+// `touched`: this step's rows of the sparse views given to make_communicator, in the same order
+// (ignored when the communicator has no sparse exchange: 1 rank, GPU store, mode off).
+void grads_finish_step(Communicator& c, ParamStore& s, const std::vector<SparseRows>& touched = {});
 // Host memory (on every backend; nccl stages it through the GPU): data[0,n) summed in place
 // across ranks, complete on return.
 void allreduce_sum(Communicator& c, float* data, size_t n);
@@ -98,6 +112,18 @@ void allreduce_sum_device(Communicator& c, float* data, size_t n);
 // The spans recorded since the last call (empty unless CommConfig::record_spans).
 std::vector<CommSpan> take_spans(Communicator& c);
 std::string describe(const Communicator& c);
+
+// What the sparse exchange did so far, for the trainer's log.
+struct SparseStats {
+  std::string mode;             // auto | on | off
+  bool active = false;          // false: no sparse views, 1 rank, store on the GPU, or mode off
+  std::string inactive_why;     // when not active with sparse views: why
+  size_t views = 0;
+  size_t dense_bytes = 0;       // of the sparse views, per step
+  int64_t sparse_steps = 0, dense_steps = 0;
+  double gathered_bytes = 0;    // over the sparse steps: indices and rows of every rank
+};
+SparseStats sparse_stats(const Communicator& c);
 
 // Extensions.
 // Advances in-flight reductions without blocking (call between layers of a long backward).

@@ -119,58 +119,84 @@ inline const float* load(const void* const* srcs, const float* const* srcs_f32, 
 
 namespace {
 
-// fp32, one group: out = ((x0 + x1) + x2) + ... in one pass (no partial sums through L1).
-template <int P>
-void sum_fp32_fused(const float* const* x, size_t n, float* out, float* wire) {
+// fp32, up to 4 contributions: out = ((start + x0) + x1) + ... (or from x0 where there is no
+// start) in one pass, no partial sums through L1. The same adds in the same order as the tiled
+// path below, so the same bits.
+template <int P, bool kStart>
+void sum_fp32_fused(const float* start, const float* const* x, size_t n, float* out, float* wire) {
   for (size_t i = 0; i < n; ++i) {
-    float acc = x[0][i];
-    for (int k = 1; k < P; ++k) acc += x[k][i];
+    float acc = kStart ? start[i] : x[0][i];
+    for (int k = kStart ? 0 : 1; k < P; ++k) acc += x[k][i];
     out[i] = acc;
     if (wire) wire[i] = acc;
   }
 }
 
+template <bool kStart>
+bool try_fused(const float* start, const void* const* srcs, const float* const* srcs_f32, int count, size_t n,
+               float* out, float* wire) {
+  if (count < (kStart ? 1 : 2) || count > 4) return false;
+  const float* x[4];
+  for (int k = 0; k < count; ++k) x[k] = srcs_f32 && srcs_f32[k] ? srcs_f32[k] : static_cast<const float*>(srcs[k]);
+  switch (count) {
+    case 1: sum_fp32_fused<1, kStart>(start, x, n, out, wire); return true;
+    case 2: sum_fp32_fused<2, kStart>(start, x, n, out, wire); return true;
+    case 3: sum_fp32_fused<3, kStart>(start, x, n, out, wire); return true;
+    default: sum_fp32_fused<4, kStart>(start, x, n, out, wire); return true;
+  }
+}
+
+// One tile [off, off+m) of the chain into acc (fp32, unrounded).
+inline void chain_tile(const float* start, const void* const* srcs, const float* const* srcs_f32, int count,
+                       size_t off, size_t m, WirePrecision p, float* acc, float* scratch) {
+  int k = 0;
+  if (start) {
+    std::memcpy(acc, start + off, m * 4);
+  } else {
+    std::memcpy(acc, load(srcs, srcs_f32, 0, off, m, p, scratch), m * 4);  // from the first: -0.0 survives
+    k = 1;
+  }
+  for (; k < count; ++k) {
+    const float* x = load(srcs, srcs_f32, k, off, m, p, scratch);
+    for (size_t i = 0; i < m; ++i) acc[i] += x[i];
+  }
+}
+
 }  // namespace
 
-void canonical_sum(const void* const* srcs, const float* const* srcs_f32, int count, const std::vector<int>& groups,
-                   size_t n, WirePrecision p, float* out_f32, void* out_wire) {
-  if (p == WirePrecision::fp32 && groups.size() == 1 && count >= 2 && count <= 4) {
-    // Fast path (one node, fp32). Elementwise, so out may alias a source at the same index.
-    const float* x[4];
-    for (int k = 0; k < count; ++k)
-      x[k] = srcs_f32 && srcs_f32[k] ? srcs_f32[k] : static_cast<const float*>(srcs[k]);
-    auto* wire = static_cast<float*>(out_wire);
-    switch (count) {
-      case 2: sum_fp32_fused<2>(x, n, out_f32, wire); return;
-      case 3: sum_fp32_fused<3>(x, n, out_f32, wire); return;
-      default: sum_fp32_fused<4>(x, n, out_f32, wire); return;
-    }
+void sum_in_order(const float* start, const void* const* srcs, const float* const* srcs_f32, int count, size_t n,
+                  WirePrecision p, float* out) {
+  MLPD_CHECK(count >= (start ? 0 : 1), "sum_in_order: nothing to sum");
+  if (p == WirePrecision::fp32) {
+    if (start ? try_fused<true>(start, srcs, srcs_f32, count, n, out, nullptr)
+              : try_fused<false>(nullptr, srcs, srcs_f32, count, n, out, nullptr))
+      return;
   }
-  alignas(64) float total[kTile];
-  alignas(64) float node[kTile];
+  alignas(64) float acc[kTile];
   alignas(64) float scratch[kTile];
-  const int ngroups = static_cast<int>(groups.size());
   for (size_t off = 0; off < n; off += kTile) {
     const size_t m = std::min(kTile, n - off);
-    for (int g = 0; g < ngroups; ++g) {
-      const int k0 = groups[static_cast<size_t>(g)];
-      const int k1 = g + 1 < ngroups ? groups[static_cast<size_t>(g) + 1] : count;
-      float* acc = g == 0 ? total : node;
-      const float* x = load(srcs, srcs_f32, k0, off, m, p, scratch);
-      std::memcpy(acc, x, m * 4);
-      for (int k = k0 + 1; k < k1; ++k) {
-        x = load(srcs, srcs_f32, k, off, m, p, scratch);
-        for (size_t i = 0; i < m; ++i) acc[i] += x[i];
-      }
-      if (g > 0)
-        for (size_t i = 0; i < m; ++i) total[i] += node[i];
-    }
+    chain_tile(start, srcs, srcs_f32, count, off, m, p, acc, scratch);
+    std::memcpy(out + off, acc, m * 4);
+  }
+}
+
+void canonical_sum(const void* const* srcs, const float* const* srcs_f32, int count, size_t n, WirePrecision p,
+                   float* out_f32, void* out_wire) {
+  MLPD_CHECK(count >= 1, "canonical_sum: nothing to sum");
+  auto* wire32 = static_cast<float*>(out_wire);
+  if (p == WirePrecision::fp32 && try_fused<false>(nullptr, srcs, srcs_f32, count, n, out_f32, wire32)) return;
+  alignas(64) float acc[kTile];
+  alignas(64) float scratch[kTile];
+  for (size_t off = 0; off < n; off += kTile) {
+    const size_t m = std::min(kTile, n - off);
+    chain_tile(nullptr, srcs, srcs_f32, count, off, m, p, acc, scratch);
     if (p == WirePrecision::fp32) {
-      std::memcpy(out_f32 + off, total, m * 4);
-      if (out_wire) std::memcpy(static_cast<float*>(out_wire) + off, total, m * 4);
+      std::memcpy(out_f32 + off, acc, m * 4);
+      if (out_wire) std::memcpy(static_cast<float*>(out_wire) + off, acc, m * 4);
     } else {
       uint16_t* w = out_wire ? static_cast<uint16_t*>(out_wire) + off : reinterpret_cast<uint16_t*>(scratch);
-      encode_wire(total, w, m, p);
+      encode_wire(acc, w, m, p);
       decode_wire(w, out_f32 + off, m, p);
     }
   }

@@ -1,17 +1,17 @@
 // The arithmetic of every host allreduce path: wire precision (fp32, bf16, fp16) and the one
-// canonical order in which contributions are summed, so every backend and every bucketing gives
-// the same bits.
+// canonical order in which contributions are summed, so every backend, every bucketing and every
+// node layout gives the same bits.
 //
-// Canonical order: contributions are grouped by node (nodes in index order, ranks inside a node in
-// local-rank order); each node's sum starts from its first rank and adds the others in order; the
-// total starts from node 0's sum and adds the other nodes' sums in order. On one node this is plain
-// rank order ((x0 + x1) + x2) + x3. With a compressed wire precision p the result is
+// Canonical order: plain rank order. The sum starts from rank 0's contribution and adds the others
+// one at a time, ((x0 + x1) + x2) + x3, whatever the number of nodes: so 2 nodes x 2 ranks give
+// the same parameters as 1 node x 4 ranks. A backend that works node by node continues the partial
+// of the ranks before (sum_in_order with a start) instead of adding node sums, which would be
+// (x0 + x1) + (x2 + x3). Partials travel in fp32. With a compressed wire precision p the result is
 // round_p(canonical_sum(round_p(x_r))): every rank gets identical bits.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace mlpd {
 
@@ -26,12 +26,19 @@ void encode_wire(const float* src, void* dst, size_t n, WirePrecision p);
 void decode_wire(const void* src, float* dst, size_t n, WirePrecision p);
 void round_to_wire(float* x, size_t n, WirePrecision p);
 
-// The canonical sum of `count` contributions, each given in wire format (srcs[k]) except where
-// srcs_f32[k] is non-null (a rank's own fp32 data, rounded to the wire precision on the fly).
-// `groups` holds the index of the first contribution of each node, ascending, groups[0] == 0.
-// The result is rounded to the wire precision and written to out_f32 (may alias any source) and,
-// if out_wire is non-null, to out_wire in wire format. n is any length.
-void canonical_sum(const void* const* srcs, const float* const* srcs_f32, int count, const std::vector<int>& groups,
-                   size_t n, WirePrecision p, float* out_f32, void* out_wire);
+// The canonical sum of `count` contributions in the order given (rank order), each given in wire
+// format (srcs[k]) except where srcs_f32[k] is non-null (a rank's own fp32 data, rounded to the
+// wire precision on the fly). The result is rounded to the wire precision and written to out_f32
+// (may alias any source) and, if out_wire is non-null, to out_wire in wire format. n is any
+// length; count >= 1.
+void canonical_sum(const void* const* srcs, const float* const* srcs_f32, int count, size_t n, WirePrecision p,
+                   float* out_f32, void* out_wire);
+
+// The same chain, continued and not rounded: out = ((start + x0) + x1) + ... in fp32, or
+// (x0 + x1) + ... where start is null (the first ranks). Contributions are loaded as in
+// canonical_sum. out may alias start or any source. canonical_sum(x0..x3) has the bits of
+// round_p(sum_in_order(sum_in_order(null, x0, x1), x2, x3)): how a chain across nodes stays exact.
+void sum_in_order(const float* start, const void* const* srcs, const float* const* srcs_f32, int count, size_t n,
+                  WirePrecision p, float* out);
 
 }  // namespace mlpd

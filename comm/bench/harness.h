@@ -45,6 +45,7 @@ struct Options {
   bool side_by_side = false;  // allreduce: plain MPI_Allreduce and the trainer's path, alternating iterations
   // Test hooks.
   int test_hang_rank = -1;        // this rank skips a collective (watchdog test); no benchmark runs
+  int test_ranks_per_node = 0;    // the communicator paths pretend nodes of this many consecutive ranks
   bool corrupt_for_test = false;  // rank 0 alters one result element before each check: #wrong > 0
 };
 

@@ -129,6 +129,7 @@ Plan plan_bench(const Options& o, const World& w) {
   if (!(o.comm_timeout > 0)) usage_error("--comm-timeout must be > 0 seconds");
   if (o.bucket_mb < 0 || o.first_bucket_mb < 0 || o.small_kb < 0 || o.chunk_kb < 0 || o.compute_us < 0)
     usage_error("--bucket-mb, --first-bucket-mb, --small-kb, --chunk-kb and --compute-us must be >= 0");
+  if (o.test_ranks_per_node < 0) usage_error("--test-ranks-per-node must be >= 0");
 
   Plan p;
   p.op = find_collective(o.op);
@@ -178,6 +179,7 @@ Plan plan_bench(const Options& o, const World& w) {
   p.cfg.precision = o.precision;
   p.cfg.small_kb = o.small_kb;
   p.cfg.chunk_kb = o.chunk_kb;
+  p.cfg.ranks_per_node = o.test_ranks_per_node;
   p.cfg.timeout_s = o.comm_timeout;
 
   p.counts = sweep_counts(min_bytes, max_bytes, o.factor, *p.op, w.size);

@@ -68,6 +68,10 @@ void add_comm_bench_command(CLI::App& app, CommBenchArgs& a) {
               "allreduce: time plain MPI_Allreduce and the trainer's bucketed path in the same run, alternating "
               "iterations (fair on a noisy machine); prints both busbw columns and their ratio");
   c->add_option("--json", a.json, "Also write the results as JSON to this file (rank 0)");
+  c->add_option("--test-ranks-per-node", a.test_ranks_per_node,
+                "Test hook: the communicator paths treat each N consecutive ranks as one node (the cost of the "
+                "reduction across nodes, measured on one machine)")
+      ->group("");
   c->add_option("--test-hang-rank", a.test_hang_rank,
                 "Test hook: this rank skips a collective (a bucketed step with --bucketed, else a blocking allreduce)")
       ->group("");

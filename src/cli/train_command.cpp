@@ -98,6 +98,12 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
   c->add_option("--grad-precision", o.comm.precision, "Gradients on the wire: fp32, or bf16/fp16 compression")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
+  c->add_option("--sparse-embeddings", o.comm.sparse_embeddings,
+                "Embedding-table gradients (ncf): auto (exchange only the rows a step touched when that is fewer "
+                "bytes than the tables, decided per step), on (always by rows), off (dense, whole tables). Host "
+                "gradients only; bit for bit the same parameters either way")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   c->add_flag("--no-overlap", a.no_overlap, "Start every bucket's allreduce only after the whole backward");
   c->add_option("--comm-timeout", o.comm.timeout_s,
                 "Seconds a collective may take before the watchdog aborts the job naming the missing ranks")

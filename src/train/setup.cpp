@@ -43,7 +43,7 @@ BuiltRun build_run(World& w, const ResolvedRun& run, const CommConfig& comm) {
   b.hyper = run.hyper;
   b.hyper.schedule.steps_per_epoch = b.workload->facts.steps_per_epoch;
   init_optimizer(b.hyper.optimizer, b.workload->store);
-  b.comm = make_communicator(w, comm, b.workload->store);
+  b.comm = make_communicator(w, comm, b.workload->store, b.workload->sparse_rows);
   return b;
 }
 

@@ -102,6 +102,20 @@ void check_replicas_agree(const World& w, const ParamStore& store) {
   spdlog::info("parameters identical on all {} ranks (fingerprint {:016x})", w.size, mine);
 }
 
+// Which path the sparse views' gradients took, and how often (comm/sparse_exchange.h).
+void log_sparse_embeddings(const Communicator& comm) {
+  const SparseStats st = sparse_stats(comm);
+  if (st.views == 0) return;
+  if (!st.active) {
+    spdlog::info("sparse embeddings ({}): not used ({})", st.mode, st.inactive_why);
+    return;
+  }
+  const double mean = st.sparse_steps > 0 ? st.gathered_bytes / static_cast<double>(st.sparse_steps) : 0.0;
+  spdlog::info("sparse embeddings ({}): {} steps sparse, {} steps dense; a sparse step gathered {:.3f} MB on "
+               "average (rows and indices of all ranks) where dense is {:.3f} MB",
+               st.mode, st.sparse_steps, st.dense_steps, mean / 1e6, static_cast<double>(st.dense_bytes) / 1e6);
+}
+
 CheckpointKey checkpoint_key(const ResolvedRun& run, const World& w) {
   return {run.entry->spec.name, run.scale, config_hash(run.config.dump()), w.size};
 }
@@ -297,7 +311,7 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   const StepStats st = wl.train_step(epoch, step, GradReady{&routing, &route_grad_ready});
   const double t_backward_done = MPI_Wtime();
   StepOutcome o;
-  grads_finish_step(comm, wl.store);
+  grads_finish_step(comm, wl.store, wl.sparse_rows);
   const double t_comm_done = MPI_Wtime();
   o.comm_seconds = t_comm_done - t_backward_done;
   optimizer_step(opt, wl.store, lr);
@@ -404,6 +418,7 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   loop.checkpoint_if_stopped_early();
   TrainResult r;
   loop.fill(r);
+  log_sparse_embeddings(*built.comm);
   mllog_event(log, keys::kMlpdRunSummary,
               {{"throughput", r.throughput}, {"work_unit", r.work_unit}, {"comm_share", r.comm_share},
                {"mean_step_ms", r.mean_step_ms}, {"steps", r.steps}, {"ranks", w.size}, {"nodes", w.nodes},

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/param_store.h"
+#include "core/sparse_rows.h"
 
 namespace mlpd {
 
@@ -90,6 +91,11 @@ struct Workload {
   virtual ~Workload() = default;
   ParamStore store;
   WorkloadFacts facts;
+  // Optional: the views whose gradient is non-zero only in the rows a step touched (embedding
+  // tables), set at build (view, width); train_step fills each one's `rows` with this rank's
+  // touched rows, ascending and unique, before it returns. The trainer may then exchange only
+  // those rows (comm/sparse_exchange.h), bit for bit the dense sum. Empty: every view is dense.
+  std::vector<SparseRows> sparse_rows;
 
   virtual void init_parameters(uint64_t seed) = 0;
   // Steps in epoch `epoch` (0-based): the workload defines its epoch (samples, tokens, games).

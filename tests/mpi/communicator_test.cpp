@@ -46,23 +46,32 @@ void fill_grads(ParamStore& s, int rank, int salt) {
     for (size_t i = 0; i < v.count; ++i) s.grads[v.offset + i] = u(g) * std::pow(10.0f, static_cast<float>(g() % 7) - 3);
 }
 
-// Reference: gather every rank's buffer, sum in the canonical order (nodes of `rpn` consecutive
-// ranks, 0 = one node), with fp32 adds exactly as reduce_kernels.h defines them.
-std::vector<float> reference_sum(const std::vector<float>& mine, int rpn) {
+float round_to(float x, WirePrecision p) {
+  round_to_wire(&x, 1, p);
+  return x;
+}
+
+// Reference: gather every rank's buffer, sum in the canonical order, rank order
+// ((x0 + x1) + x2) + x3 whatever the nodes, with fp32 adds exactly as reduce_kernels.h defines
+// them (inputs and result rounded to the wire precision p). `per` > 0: instead the old order by
+// node, (x0 + x1) + (x2 + x3) for nodes of 2, only for a control that must differ.
+std::vector<float> reference_sum(const std::vector<float>& mine, WirePrecision p = WirePrecision::fp32,
+                                 int per = 0) {
   World& w = world();
   const size_t n = mine.size();
   std::vector<float> all(n * static_cast<size_t>(w.size));
   MPI_Allgather(mine.data(), static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD);
-  const int per = rpn > 0 ? rpn : w.size;
+  if (per <= 0) per = w.size;
   std::vector<float> out(n);
   for (size_t i = 0; i < n; ++i) {
     float total = 0;
     for (int node0 = 0; node0 < w.size; node0 += per) {
-      float acc = all[static_cast<size_t>(node0) * n + i];
-      for (int r = node0 + 1; r < std::min(node0 + per, w.size); ++r) acc += all[static_cast<size_t>(r) * n + i];
+      float acc = round_to(all[static_cast<size_t>(node0) * n + i], p);
+      for (int r = node0 + 1; r < std::min(node0 + per, w.size); ++r)
+        acc += round_to(all[static_cast<size_t>(r) * n + i], p);
       total = node0 == 0 ? acc : total + acc;
     }
-    out[i] = total;
+    out[i] = round_to(total, p);
   }
   return out;
 }
@@ -95,7 +104,7 @@ TEST(Communicator, BucketedEqualsFlatBitForBitForManyCaps) {
   ParamStore s = make_store(7);
   fill_grads(s, w.rank, 0);
   const std::vector<float> input = s.grads;
-  const std::vector<float> want = reference_sum(input, 0);
+  const std::vector<float> want = reference_sum(input);
   for (const char* backend : {"auto", "mpi", "hierarchical"})
     for (double cap : {0.0001, 0.003, 0.05, 0.4, 2.0, 100.0})
       for (double chunk_kb : {16.0, 1024.0})
@@ -129,7 +138,7 @@ TEST(Communicator, PlainMpiAllreduceAgreesWithinRounding) {
   allreduce_sum_floats(w, plain.data(), plain.size());
   std::vector<float> mag(s.grads.size());
   for (size_t i = 0; i < mag.size(); ++i) mag[i] = std::fabs(s.grads[i]);
-  mag = reference_sum(mag, 0);  // sum of |x_r|: the scale of the rounding error
+  mag = reference_sum(mag);  // sum of |x_r|: the scale of the rounding error
   auto c = make_communicator(w, CommConfig{}, s);
   bucketed_step(*c, s, true);
   for (size_t i = 0; i < plain.size(); ++i) {
@@ -141,29 +150,105 @@ TEST(Communicator, PlainMpiAllreduceAgreesWithinRounding) {
   }
 }
 
-TEST(Communicator, HierarchicalAcrossPretendNodesEqualsFlatInItsOrder) {
+// Values whose sum tells the orders apart: every 5th element x = 1, 0, 2^-24, 2^-24 (rank order
+// 1, node sums of 2 ranks 1 + 2^-23), the next 1e8, 1, -1e8, 1 (rank order 1, node sums 0), the
+// next -0.0 on every rank; random values elsewhere.
+void fill_order_sensitive(ParamStore& s, int rank, int salt) {
+  fill_grads(s, rank, salt);
+  const float a[4] = {1.0f, 0.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -24)};
+  const float b[4] = {1e8f, 1.0f, -1e8f, 1.0f};
+  for (size_t i = 0; i + 2 < s.grads.size(); i += 5) {
+    s.grads[i] = a[rank % 4];
+    s.grads[i + 1] = b[rank % 4];
+    s.grads[i + 2] = -0.0f;
+  }
+}
+
+// The sum is rank order whatever the (pretend) nodes: nodes of 1, 2, 3 and 4 ranks (where they
+// divide the ranks; mpi and auto also take unequal nodes) give the bits of one node, bucketed and
+// flat alike, in fp32 and bf16. At 4 ranks a sum of node sums differs (checked: the test can fail).
+TEST(Communicator, SumIsRankOrderWhateverTheNodeLayout) {
   World& w = world();
+  if (w.size == 1) GTEST_SKIP() << "one rank: nothing is summed (nor rounded)";
   ParamStore s = make_store(9);
-  fill_grads(s, w.rank, 2);
+  fill_order_sensitive(s, w.rank, 2);
   const std::vector<float> input = s.grads;
-  for (int rpn : {1, 2}) {
-    if (w.size % rpn != 0) continue;  // hierarchical needs equal nodes
-    const std::vector<float> want = reference_sum(input, rpn);
-    for (const char* backend : {"hierarchical", "mpi", "auto"}) {
-      CommConfig cfg;
-      cfg.backend = backend;
-      cfg.ranks_per_node = rpn;
-      cfg.bucket_mb = 0.2;
-      cfg.chunk_kb = 64;
-      auto c = make_communicator(w, cfg, s);
-      s.grads = input;
-      bucketed_step(*c, s, true);
-      expect_bits_equal(s, s.grads, want, std::string(backend) + " with nodes of " + std::to_string(rpn));
-      std::vector<float> flat = input;
-      allreduce_sum(*c, flat.data(), flat.size());
-      expect_bits_equal(s, flat, want, std::string(backend) + " flat, nodes of " + std::to_string(rpn));
+  if (w.size == 4) {  // control: the old order (node sums) differs from rank order on these values
+    const std::vector<float> ranks = reference_sum(input), nodes = reference_sum(input, WirePrecision::fp32, 2);
+    size_t differ = 0;
+    for (size_t i = 0; i < input.size(); ++i) differ += std::memcmp(&ranks[i], &nodes[i], 4) != 0;
+    EXPECT_GT(differ, input.size() / 5) << "the values do not tell rank order from node sums";
+  }
+  for (const char* prec : {"fp32", "bf16"}) {
+    const std::vector<float> want = reference_sum(input, parse_precision(prec));
+    for (int rpn : {0, 1, 2, 3, 4}) {
+      if (rpn > w.size) continue;
+      for (const char* backend : {"hierarchical", "mpi", "auto"}) {
+        if (w.size % std::max(rpn, 1) != 0 && std::string(backend) == "hierarchical") continue;  // refuses
+        for (double chunk_kb : {16.0, 1024.0}) {
+          CommConfig cfg;
+          cfg.backend = backend;
+          cfg.precision = prec;
+          cfg.ranks_per_node = rpn;
+          cfg.bucket_mb = 0.2;
+          cfg.chunk_kb = chunk_kb;  // 16 KiB: many jobs in the chain across nodes at once
+          auto c = make_communicator(w, cfg, s);
+          const std::string what = std::string(backend) + " " + prec + " nodes of " + std::to_string(rpn) +
+                                   " chunk " + std::to_string(chunk_kb) + " KiB";
+          for (int step = 0; step < 2; ++step) {
+            s.grads = input;
+            bucketed_step(*c, s, true);
+            expect_bits_equal(s, s.grads, want, what + " step " + std::to_string(step));
+          }
+          std::vector<float> flat = input;
+          allreduce_sum(*c, flat.data(), flat.size());
+          expect_bits_equal(s, flat, want, what + " flat");
+        }
+      }
     }
   }
+}
+
+// Nodes whose ranks are not consecutive (here pretended: even ranks on one node, odd on the
+// other, as mpirun --map-by node lays them out) cannot chain node by node in rank order: the
+// hierarchical backend is then the mpi backend, and the sum is still rank order.
+TEST(Communicator, NodesOfNonConsecutiveRanksStillSumInRankOrder) {
+  World& w = world();
+  if (w.size < 3) GTEST_SKIP() << "needs 3+ ranks for a node of non-consecutive ranks";
+  Topology t;
+  MPI_Comm_dup(MPI_COMM_WORLD, &t.world);
+  MPI_Comm_split(t.world, w.rank % 2, w.rank, &t.node);
+  t.rank = w.rank;
+  t.size = w.size;
+  MPI_Comm_rank(t.node, &t.local_rank);
+  MPI_Comm_size(t.node, &t.local_size);
+  t.node_index = w.rank % 2;
+  t.nodes = 2;
+  t.uniform = w.size % 2 == 0;
+  for (int g = 0; g < 2; ++g) {
+    t.groups.push_back(static_cast<int>(t.order.size()));
+    for (int r = g; r < w.size; r += 2) t.order.push_back(r);
+  }
+  MPI_Comm_split(t.world, t.local_rank, t.node_index, &t.rail);
+  std::vector<float> x(70001);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = i % 5 == 0 ? (w.rank == 0 ? 1.0f : w.rank == 1 ? 0.0f : std::ldexp(1.0f, -24))
+                      : std::sin(static_cast<float>(i * (w.rank + 1))) * std::pow(10.0f, static_cast<float>(i % 7) - 3);
+  const std::vector<float> want = reference_sum(x);
+  {
+    auto be = make_hierarchical_backend(t, WirePrecision::fp32, 0, 16384);
+    EXPECT_STREQ(be->name(), "mpi");
+    for (size_t off = 0; off < x.size(); off += be->max_job())
+      be->submit(x.data() + off, std::min(be->max_job(), x.size() - off), 0);
+    int spins = 0;
+    while (!be->progress()) idle_wait(spins);
+  }
+  for (size_t i = 0; i < x.size(); ++i)
+    if (std::memcmp(&x[i], &want[i], 4) != 0) {
+      ADD_FAILURE() << "element " << i << " got " << x[i] << " want " << want[i];
+      break;
+    }
+  for (MPI_Comm* c : {&t.rail, &t.node, &t.world}) MPI_Comm_free(c);
 }
 
 TEST(Communicator, OverlappedBackwardEqualsFlatAndUnsignalledBucketsStillReduce) {
@@ -171,7 +256,7 @@ TEST(Communicator, OverlappedBackwardEqualsFlatAndUnsignalledBucketsStillReduce)
   ParamStore s = make_store(10);
   fill_grads(s, w.rank, 3);
   const std::vector<float> input = s.grads;
-  const std::vector<float> want = reference_sum(input, 0);
+  const std::vector<float> want = reference_sum(input);
   for (bool overlap : {true, false})
     for (bool signal : {true, false}) {
       CommConfig cfg;
@@ -201,10 +286,10 @@ TEST(Communicator, CompressedPrecisionErrorIsBoundedAndIdenticalOnAllRanks) {
   ParamStore s = make_store(11);
   fill_grads(s, w.rank, 4);
   const std::vector<float> input = s.grads;
-  const std::vector<float> exact = reference_sum(input, 0);
+  const std::vector<float> exact = reference_sum(input);
   std::vector<float> mag(input.size());
   for (size_t i = 0; i < mag.size(); ++i) mag[i] = std::fabs(input[i]);
-  mag = reference_sum(mag, 0);  // sum over ranks of |x_r|: the scale the roundings act on
+  mag = reference_sum(mag);  // sum over ranks of |x_r|: the scale the roundings act on
   for (const char* prec : {"bf16", "fp16"}) {
     for (const char* backend : {"mpi", "hierarchical"}) {
       CommConfig cfg;

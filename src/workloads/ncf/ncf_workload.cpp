@@ -9,6 +9,8 @@
 // 1 rank and N ranks train on identical global batches. Batches are sliced over ranks with
 // rank_slice_of_batch, as resnet does; global_batch_size counts positives and negatives.
 // Evaluation: each rank scores its eval_slice of users, counts are summed by the trainer.
+// Sparse gradients: the four embedding tables are sparse views (workload.h: sparse_rows); a step
+// touches the rows of its batch's users (GMF and MLP user tables) and items (both item tables).
 #include <algorithm>
 #include <vector>
 
@@ -45,6 +47,7 @@ struct NcfWorkload final : Workload {
   int ranks = 1;
   int negatives = 4;
   uint64_t seed = 0;
+  std::vector<uint8_t> seen_users, seen_items;  // all zero between steps (touched_rows)
 
   void init_parameters(uint64_t init_seed) override { init_neumf(*net, store, init_seed); }
   StepStats train_step(int epoch, int64_t batch, GradReady ready) override;
@@ -54,6 +57,21 @@ struct NcfWorkload final : Workload {
     return {c.sums.at(0) / c.sums.at(1), {c.sums.at(2) / c.sums.at(1)}, c.sums.at(1)};
   }
 };
+
+// out <- the ascending unique values of idx[0, n). seen has one flag per row, all zero, and is left
+// so; out has room for n (reserved at build): no allocation in the step.
+void touched_rows(const int32_t* idx, int n, std::vector<uint8_t>& seen, std::vector<int32_t>& out) {
+  out.clear();
+  for (int i = 0; i < n; ++i) {
+    const auto r = static_cast<size_t>(idx[i]);
+    if (!seen[r]) {
+      seen[r] = 1;
+      out.push_back(idx[i]);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  for (const int32_t r : out) seen[static_cast<size_t>(r)] = 0;
+}
 
 }  // namespace
 
@@ -82,6 +100,11 @@ StepStats NcfWorkload::train_step(int epoch, int64_t batch, GradReady ready) {
       s.labels[static_cast<size_t>(i)] = 0.0f;
     }
   }
+  // sparse_rows: [gmf_user, gmf_item, mlp_user, mlp_item] (make_ncf_workload).
+  touched_rows(s.users.data(), n, s.seen_users, sparse_rows[0].rows);
+  touched_rows(s.items.data(), n, s.seen_items, sparse_rows[1].rows);
+  sparse_rows[2].rows.assign(sparse_rows[0].rows.begin(), sparse_rows[0].rows.end());
+  sparse_rows[3].rows.assign(sparse_rows[1].rows.begin(), sparse_rows[1].rows.end());
   const float* logits = neumf_forward(*s.net, store, s.users.data(), s.items.data(), n);
   StepStats st;
   const float* y = visible_on(s.device, s.labels.data(), as<float>(s.device_labels), static_cast<size_t>(n));
@@ -153,6 +176,12 @@ std::unique_ptr<Workload> make_ncf_workload(const WorkloadContext& ctx, const nl
   s->items.assign(mb, 0);
   s->labels.assign(mb, 0.0f);
   s->dlogits = alloc_on(ctx.device, sizeof(float) * mb);
+  const NeuMF& net = *s->net;
+  const auto F = static_cast<size_t>(spec.mf_dim), E = static_cast<size_t>(spec.mlp_layers[0] / 2);
+  s->sparse_rows = {{net.gmf_user, F, {}}, {net.gmf_item, F, {}}, {net.mlp_user, E, {}}, {net.mlp_item, E, {}}};
+  for (SparseRows& r : s->sparse_rows) r.rows.reserve(mb);
+  s->seen_users.assign(static_cast<size_t>(spec.users), 0);
+  s->seen_items.assign(static_cast<size_t>(spec.items), 0);
   if (ctx.device != Device::cpu) s->device_labels = alloc_on(ctx.device, sizeof(float) * mb);
   return s;
 }
