@@ -13,7 +13,7 @@ expect_rc 3 train --max-steps 24 --dump-params "$WORK/full.bin" --loss-log "$WOR
 expect_rc 3 train --max-steps 10 --checkpoint-dir "$WORK/ck"
 [ "$(cat "$WORK/ck/latest")" = "step_10" ] || fail "latest: $(cat "$WORK/ck/latest")"
 ls "$WORK/ck/step_10/rank_0.ckpt" "$WORK/ck/step_10/rank_1.ckpt" > /dev/null
-! find "$WORK/ck" -name '*.tmp' | grep -q . || fail "temporary files left in the checkpoint"
+! find "$WORK/ck" -name '*.tmp' | contains . || fail "temporary files left in the checkpoint"
 expect_rc 3 train --max-steps 24 --resume "$WORK/ck" --dump-params "$WORK/resumed.bin" --loss-log "$WORK/resumed.loss"
 grep -q "resumed from" "$WORK/out.txt" || fail "the resume is not announced"
 cmp "$WORK/full.bin" "$WORK/resumed.bin" || fail "resumed parameters differ from the uninterrupted run"

@@ -24,7 +24,7 @@ done
 "${MPIRUN[@]}" -np 2 "$BIN" comm-bench -b 1K -e 1M -f 32 -n 2 --op broadcast > "$WORK/o.txt" 2>&1 || { cat "$WORK/o.txt"; fail broadcast; }
 "${MPIRUN[@]}" -np 2 "$BIN" comm-bench -b 64K -e 1M -f 4 -n 3 --bucketed --overlap --precision bf16 > "$WORK/o.txt" 2>&1 || { cat "$WORK/o.txt"; fail overlap; }
 grep -q "overlap(%)" "$WORK/o.txt" || fail "overlap mode printed no overlap column"
-"$BIN" comm-bench --help | grep -q -- "--bucketed" || fail "--help does not describe --bucketed"
-"$BIN" comm-bench --help | grep -q -- "--device" || fail "--help does not describe --device"
-"$BIN" comm-bench --help | grep -q "no GPU is visible or the build has no CUDA" || fail "--help does not say when --device cuda is refused"
+"$BIN" comm-bench --help | contains -- "--bucketed" || fail "--help does not describe --bucketed"
+"$BIN" comm-bench --help | contains -- "--device" || fail "--help does not describe --device"
+"$BIN" comm-bench --help | contains "no GPU is visible or the build has no CUDA" || fail "--help does not say when --device cuda is refused"
 echo "comm_bench: ok"

@@ -17,10 +17,10 @@ for case in "2|--bucketed|allreduce_gradients|bucket 0" "4|--bucketed|allreduce_
   [ $rc -eq 3 ] || { cat "$WORK/out$np.txt"; fail "np=$np: the job exited $rc, expected 3 (aborted)"; }
   [ $rc -ne 124 ] || [ -n "$line" ] || { cat "$WORK/out$np.txt"; fail "np=$np: timeout(1) had to kill the job"; }
   [ -n "$line" ] || { cat "$WORK/out$np.txt"; fail "np=$np: no watchdog line"; }
-  echo "$line" | grep -q "'$what'" || fail "np=$np: the line does not name the collective $what"
-  echo "$line" | grep -qF "($bucket)" || fail "np=$np: the line does not name the bucket"
-  echo "$line" | grep -qE "not arrived: $hang \(" || fail "np=$np: the line does not name rank $hang"
-  echo "$line" | grep -q "timeout ${TIMEOUT}.0 s" || fail "np=$np: the line does not state the timeout"
+  echo "$line" | contains "'$what'" || fail "np=$np: the line does not name the collective $what"
+  echo "$line" | contains -F "($bucket)" || fail "np=$np: the line does not name the bucket"
+  echo "$line" | contains -E "not arrived: $hang \(" || fail "np=$np: the line does not name rank $hang"
+  echo "$line" | contains "timeout ${TIMEOUT}.0 s" || fail "np=$np: the line does not state the timeout"
   # timeout + a few seconds (MPI start-up on a loaded 2-core machine included)
   awk -v e="$elapsed" -v t=$TIMEOUT 'BEGIN { exit !(e < t + 12) }' || fail "np=$np: took ${elapsed}s"
 done

@@ -24,8 +24,8 @@ set -e
 [ $rc -eq 2 ] || fail "exit $rc, expected 2: $out"
 errors=$(echo "$out" | grep "mlperf-dist: error" || true)
 [ "$(echo "$errors" | grep -c .)" -eq 1 ] || fail "expected one error message, got: $out"
-echo "$errors" | grep -q "$WORK/data/resnet_mini.h5" || fail "the file is not named: $errors"
-echo "$errors" | grep -q "/eval/images samples are 29x28x1 but /train/images samples are 28x28x1" ||
+echo "$errors" | contains "$WORK/data/resnet_mini.h5" || fail "the file is not named: $errors"
+echo "$errors" | contains "/eval/images samples are 29x28x1 but /train/images samples are 28x28x1" ||
   fail "the dataset and shapes are not named: $errors"
 [ ! -e "$R" ] || fail "the refused run left files: $(find "$R")"
 echo "crafted_data: ok"

@@ -18,16 +18,16 @@ run() {  # run NP ARGS...: sets rc, out, secs
   set -e
   secs=$(echo "$(date +%s.%N) - $t0" | bc)
 }
-no_tmp_left() { ! find "$R" -name '*.tmp' 2>/dev/null | grep -q . || fail "temporary files left: $(find "$R" -name '*.tmp')"; }
+no_tmp_left() { ! find "$R" -name '*.tmp' 2>/dev/null | contains . || fail "temporary files left: $(find "$R" -name '*.tmp')"; }
 
 # One rank fails mid-run (after run_start): the job ends at once; rank 0 was killed, so no result.
 run 2 --max-steps 50 --test-fail-at 1:3
 echo "rank 1 fails in step 3: rc=$rc in ${secs}s"
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "rank 1's error: rc $rc: $out"
-echo "$out" | grep -q "test fault (--test-fail-at): rank 1 fails in step 3" || fail "the error is not printed: $out"
+echo "$out" | contains "test fault (--test-fail-at): rank 1 fails in step 3" || fail "the error is not printed: $out"
 awk -v s="$secs" 'BEGIN { exit !(s < 60) }' || fail "took ${secs}s to end the job"
-! ls "$R"/t/resnet/result_*.txt 2>/dev/null | grep -q . || fail "a result log was written"
-! find "$R" -type f | grep -q . || fail "rank 0 was killed and left files: $(find "$R" -type f)"
+! ls "$R"/t/resnet/result_*.txt 2>/dev/null | contains . || fail "a result log was written"
+! find "$R" -type f | contains . || fail "rank 0 was killed and left files: $(find "$R" -type f)"
 
 # Rank 0 fails mid-run: its log is complete, ending with run_stop status aborted, and never counted.
 rm -rf "$R"
@@ -37,7 +37,7 @@ echo "rank 0 fails in step 2: rc=$rc in ${secs}s"
 awk -v s="$secs" 'BEGIN { exit !(s < 60) }' || fail "took ${secs}s to end the job"
 log=$(ls "$R"/t/resnet/result_*.txt)
 grep -q '"key":"run_stop".*"status":"aborted"' "$log" || fail "no run_stop aborted in $log"
-tail -1 "$log" | grep -q '"key":"run_stop"' || fail "run_stop is not the last line of $log"
+tail -1 "$log" | contains '"key":"run_stop"' || fail "run_stop is not the last line of $log"
 set +e
 "$BIN" check "$log" > "$WORK/c.txt" 2>&1
 set -e
@@ -49,9 +49,9 @@ rm -rf "$R"
 run 2 --max-steps 5 --loss-log /proc/no/such/dir/loss.txt
 echo "rank 0 cannot write the loss log: rc=$rc in ${secs}s"
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "unwritable loss log: rc $rc: $out"
-echo "$out" | grep -q "/proc/no/such/dir/loss.txt" || fail "the error does not name the file: $out"
+echo "$out" | contains "/proc/no/such/dir/loss.txt" || fail "the error does not name the file: $out"
 awk -v s="$secs" 'BEGIN { exit !(s < 60) }' || fail "took ${secs}s to end the job"
-! find "$R" -type f | grep -q . || fail "files left: $(find "$R" -type f)"
+! find "$R" -type f | contains . || fail "files left: $(find "$R" -type f)"
 
 # Path escape through --system.
 rm -rf "$R"
@@ -95,7 +95,7 @@ else
 fi
 echo "full disk: rc=$rc"
 [ $rc -ne 0 ] || fail "a full disk went unnoticed: $out"
-echo "$out" | grep -qi "cannot write" || fail "no clear error on a full disk: $out"
-! ls "$R"/t/resnet/result_*.txt 2>/dev/null | grep -q . || fail "a truncated result log was kept: $(ls -la "$R"/t/resnet)"
+echo "$out" | contains -i "cannot write" || fail "no clear error on a full disk: $out"
+! ls "$R"/t/resnet/result_*.txt 2>/dev/null | contains . || fail "a truncated result log was kept: $(ls -la "$R"/t/resnet)"
 no_tmp_left
 echo "faults: ok"

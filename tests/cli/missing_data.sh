@@ -7,7 +7,7 @@ out=$("$BIN" train --benchmark resnet --scale mini --data-dir "$WORK/empty" --re
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "missing data: exit code 0"
-echo "$out" | grep -q "mlperf-dist prepare" || fail "missing data: no hint to run prepare: $out"
+echo "$out" | contains "mlperf-dist prepare" || fail "missing data: no hint to run prepare: $out"
 
 mkdir -p "$WORK/corrupt"
 head -c 100000 /dev/urandom > "$WORK/corrupt/resnet_mini.h5"
@@ -16,9 +16,9 @@ out=$("${MPIRUN[@]}" -np 2 "$BIN" train --benchmark resnet --scale mini --data-d
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "corrupt data: exit code 0"
-echo "$out" | grep -q "mlperf-dist prepare" || fail "corrupt data: no hint to run prepare: $out"
-echo "$out" | grep -q "resnet_mini.h5" || fail "corrupt data: path not named: $out"
-if find "$WORK/results" -name 'result_*.txt' 2>/dev/null | grep -q .; then
+echo "$out" | contains "mlperf-dist prepare" || fail "corrupt data: no hint to run prepare: $out"
+echo "$out" | contains "resnet_mini.h5" || fail "corrupt data: path not named: $out"
+if find "$WORK/results" -name 'result_*.txt' 2>/dev/null | contains .; then
   # A log may exist (init started) but it must not pass as a result.
   for f in $(find "$WORK/results" -name 'result_*.txt'); do
     if "$BIN" check "$f" > /dev/null; then fail "a failed run left a log that passes check: $f"; fi

@@ -32,7 +32,7 @@ echo "(a) train to target on 2 nodes: rc=$rc in $(echo "$(now) - $t" | bc)s"
 grep -q "^status: success" "$WORK/a.txt" || { tail -30 "$WORK/a.txt"; fail "(a) did not reach the target"; }
 grep -q "4 rank(s) on 2 node(s)" "$WORK/a.txt" || { head "$WORK/a.txt"; fail "(a) the start-up line does not say 2 nodes"; }
 comm=$(grep -m1 "^communication: comm:" "$WORK/a.txt" || true)
-echo "$comm" | grep -q "hierarchical" && echo "$comm" | grep -q "2 node(s) x 2 ranks" ||
+echo "$comm" | contains "hierarchical" && echo "$comm" | contains "2 node(s) x 2 ranks" ||
   fail "(a) not the hierarchical backend across 2 nodes x 2 ranks: '$comm'"
 log=$(sed -n 's/^result log: //p' "$WORK/a.txt")
 "$BIN" check "$log" > "$WORK/check.txt" 2>&1 || { cat "$WORK/check.txt"; fail "(a) check rejected the log"; }
@@ -119,7 +119,7 @@ fault() {  # fault NAME ACTION: on 2 fresh hosts, start a long run, wait for tra
   local bad=""
   [ $rc -ne 0 ] || bad+=" exit 0;"
   [ "$(echo "$exit_s > $TIMEOUT + 5" | bc)" = 0 ] || bad+=" took ${exit_s}s;"
-  find "$r" -name '*.tmp' 2>/dev/null | grep -q . && bad+=" temporary files left: $(find "$r" -name '*.tmp');"
+  find "$r" -name '*.tmp' 2>/dev/null | contains . && bad+=" temporary files left: $(find "$r" -name '*.tmp');"
   grep -lq '"status":"success"' $(find "$r" -name 'result_*.txt' 2>/dev/null) /dev/null && bad+=" a result claims success;"
   if [ -n "$bad" ]; then
     tail -15 "$out"

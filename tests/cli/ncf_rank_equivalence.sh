@@ -5,15 +5,7 @@
 # A small model keeps it quick. Tolerance: |p1 - p2| <= 1e-4 * (1 + |p1|) after 12 Adam steps.
 # Also: the converter through the CLI on a small ratings.csv written here (--from), its counts.
 source "$(dirname "$0")/lib/common.bash" "$@"
-python3 - "$WORK/ratings.csv" <<'PY'
-import random, sys
-r = random.Random(5)
-with open(sys.argv[1], "w") as f:
-    f.write("userId,movieId,rating,timestamp\n")
-    for u in range(1, 61):
-        for m in r.sample(range(1, 5000), 40):
-            f.write(f"{u},{m},{r.choice([1,2,3,4,5])},{r.randrange(10**6)}\n")
-PY
+write_ratings "$WORK/ratings.csv" 5 60 5000 40
 "$BIN" prepare --benchmark ncf --scale mini --from "$WORK/ratings.csv" --data-dir "$WORK/data" > "$WORK/prep.txt" 2>&1 || { cat "$WORK/prep.txt"; fail "prepare --from failed"; }
 grep -q "2400 ratings, 60 users" "$WORK/prep.txt" || { cat "$WORK/prep.txt"; fail "unexpected converter counts"; }
 grep -q "2340 training positives" "$WORK/prep.txt" || { cat "$WORK/prep.txt"; fail "unexpected training positives"; }

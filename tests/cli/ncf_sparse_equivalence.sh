@@ -3,15 +3,7 @@
 # and 3 ranks, with --sparse-embeddings on, off and auto; the log says which path ran and how often.
 # Control: another seed must NOT give the same parameters (the comparison can fail).
 source "$(dirname "$0")/lib/common.bash" "$@"
-python3 - "$WORK/ratings.csv" <<'PY'
-import random, sys
-r = random.Random(7)
-with open(sys.argv[1], "w") as f:
-    f.write("userId,movieId,rating,timestamp\n")
-    for u in range(1, 81):
-        for m in r.sample(range(1, 3000), 30):
-            f.write(f"{u},{m},{r.choice([1,2,3,4,5])},{r.randrange(10**6)}\n")
-PY
+write_ratings "$WORK/ratings.csv" 7 80 3000 30
 "$BIN" prepare --benchmark ncf --scale mini --from "$WORK/ratings.csv" --data-dir "$WORK/data" > "$WORK/prep.txt" 2>&1 || { cat "$WORK/prep.txt"; fail "prepare --from failed"; }
 steps=10
 args=(train --benchmark ncf --scale mini --data-dir "$WORK/data" --results-dir "$WORK/results"

@@ -14,7 +14,7 @@ ensure_mini_data
 log="$WORK/results/ci/resnet/result_0.txt"
 [ -f "$log" ] || fail "no result log at $log"
 grep -q '"key":"submission_division","value":"open"' "$log" || fail "a --test-target run is not marked division open"
-grep -c ':::MLLOG' "$log" | grep -qv '^0$' || fail "no MLLOG lines"
+grep -c ':::MLLOG' "$log" | contains -v '^0$' || fail "no MLLOG lines"
 
 checker() {
   python3 -m mlperf_logging.compliance_checker --usage training --ruleset 0.7.0 --log_output "$WORK/checker.log" "$1" > "$WORK/checker.out" 2>&1

@@ -56,7 +56,7 @@ PY
 [ -s "$WORK/report.html" ] || fail "no report.html written"
 ls "$WORK"/.*report.html* 2> /dev/null && fail "a temporary file was left beside report.html"
 # Self-contained: the only URL in the page is the SVG namespace, which is a name, not a fetch.
-grep -oE 'https?://[^"<> ]+' "$WORK/report.html" | grep -qv '^http://www.w3.org/2000/svg$' &&
+grep -oE 'https?://[^"<> ]+' "$WORK/report.html" | contains -v '^http://www.w3.org/2000/svg$' &&
   fail "the page refers to a network resource"
 chrome() { timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/chrome" "$@" 2> "$WORK/chrome.err"; }
 chrome --dump-dom "file://$WORK/report.html" > "$WORK/dom.html" || { tail "$WORK/chrome.err"; fail "chromium --dump-dom failed"; }

@@ -37,13 +37,13 @@ wait_for_line() {  # JOB PATTERN SECONDS: the job's output shows PATTERN
   local _
   for _ in $(seq $(( $3 * 10 ))); do
     grep -q "$2" "$WORK/$1.out" 2> /dev/null && return 0
-    squeue -h -j "$1" 2> /dev/null | grep -q . || break
+    squeue -h -j "$1" 2> /dev/null | contains . || break
     sleep 0.1
   done
   show "$1"
   fail "job $1: no '$2' in its output"
 }
-no_tmp_left() { ! find "$WORK/results" -name '*.tmp' | grep -q . || fail "temporary files left: $(find "$WORK/results" -name '*.tmp')"; }
+no_tmp_left() { ! find "$WORK/results" -name '*.tmp' | contains . || fail "temporary files left: $(find "$WORK/results" -name '*.tmp')"; }
 no_success_claimed() {  # JOB
   local log
   while IFS= read -r log; do

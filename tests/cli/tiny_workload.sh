@@ -7,11 +7,11 @@ source "$(dirname "$0")/lib/common.bash" "$@"
 TINY=$BUILD/tests/mlperf-dist-tiny
 [ -x "$TINY" ] || fail "no $TINY"
 
-"$TINY" --help | grep -q "tiny: test workload" || fail "--help does not list the tiny workload"
-"$TINY" train --help | grep -q "resnet, ncf, tiny" || fail "train --help does not list tiny"
-"$BIN" train --help | grep -q "tiny" && fail "the plain binary lists tiny"
-"$TINY" rules --benchmark tiny | grep -q "tiny.opt_name_sgd" || fail "rules does not print tiny's rows"
-"$TINY" rules --benchmark tiny | grep -q "range \[0, 100\]" || fail "rules does not print the metric range"
+"$TINY" --help | contains "tiny: test workload" || fail "--help does not list the tiny workload"
+"$TINY" train --help | contains "resnet, ncf, tiny" || fail "train --help does not list tiny"
+"$BIN" train --help | contains "tiny" && fail "the plain binary lists tiny"
+"$TINY" rules --benchmark tiny | contains "tiny.opt_name_sgd" || fail "rules does not print tiny's rows"
+"$TINY" rules --benchmark tiny | contains "range \[0, 100\]" || fail "rules does not print the metric range"
 
 "${MPIRUN[@]}" -np 2 "$TINY" train --benchmark tiny --results-dir "$WORK/res" --system t > "$WORK/out.txt" 2>&1 ||
   { cat "$WORK/out.txt"; fail "tiny did not train to its target"; }

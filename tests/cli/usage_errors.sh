@@ -10,7 +10,7 @@ expect2() {  # expect2 WHAT GREP CMD...
   out=$("$@" 2>&1); rc=$?
   set -e
   [ $rc -eq 2 ] || fail "$what: exit $rc, expected 2: $out"
-  echo "$out" | grep -qi -- "$pattern" || fail "$what: message does not say '$pattern': $out"
+  echo "$out" | contains -i -- "$pattern" || fail "$what: message does not say '$pattern': $out"
 }
 
 R=$WORK/results
@@ -37,7 +37,7 @@ printf 'opt_base_learning_rate: 0.2\nopt_base_learning_rate: 0.3\n' > "$WORK/dup
 expect2 "duplicate key in a config" "appears more than once" "$BIN" train --config "$WORK/dup.yaml" --results-dir "$R" --data-dir "$DATA"
 [ ! -e "$R" ] || fail "a rejected run left files: $(find "$R")"
 
-"$BIN" --help | grep -q "Exit codes: 0 success; 2 usage error" || fail "--help does not state the exit codes"
-"$BIN" train --help | grep -q "3 run aborted" || fail "train --help does not state the exit codes"
+"$BIN" --help | contains "Exit codes: 0 success; 2 usage error" || fail "--help does not state the exit codes"
+"$BIN" train --help | contains "3 run aborted" || fail "train --help does not state the exit codes"
 "$BIN" --help > /dev/null || fail "--help exits non-zero"
 echo "usage_errors: ok"

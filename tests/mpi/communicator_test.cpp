@@ -97,6 +97,20 @@ void bucketed_step(Communicator& c, ParamStore& s, bool signal, void (*work)() =
   grads_finish_step(c, s);
 }
 
+// `steps` bucketed steps on `input` (buffers, windows and staging regions are reused), then the
+// flat allreduce through the same communicator: every one must give exactly `want`.
+void expect_sums_to(Communicator& c, ParamStore& s, const std::vector<float>& input, const std::vector<float>& want,
+                    int steps, const std::string& what) {
+  for (int step = 0; step < steps; ++step) {
+    s.grads = input;
+    bucketed_step(c, s, true);
+    expect_bits_equal(s, s.grads, want, what + " step " + std::to_string(step));
+  }
+  std::vector<float> flat = input;
+  allreduce_sum(c, flat.data(), flat.size());
+  expect_bits_equal(s, flat, want, what + " flat");
+}
+
 }  // namespace
 
 TEST(Communicator, BucketedEqualsFlatBitForBitForManyCaps) {
@@ -118,15 +132,7 @@ TEST(Communicator, BucketedEqualsFlatBitForBitForManyCaps) {
         auto c = make_communicator(w, cfg, s);
         std::string what = std::string(backend) + " cap " + std::to_string(cap) + " MB chunk " +
                            std::to_string(chunk_kb) + " KiB small " + std::to_string(cfg.small_kb) + " KiB";
-        for (int step = 0; step < 3; ++step) {  // buffers, windows and staging regions are reused
-          s.grads = input;
-          bucketed_step(*c, s, true);
-          expect_bits_equal(s, s.grads, want, what + " step " + std::to_string(step));
-        }
-        // The flat allreduce through the same communicator gives the same bits.
-        std::vector<float> flat = input;
-        allreduce_sum(*c, flat.data(), flat.size());
-        expect_bits_equal(s, flat, want, what + " flat");
+        expect_sums_to(*c, s, input, want, 3, what);
       }
 }
 
@@ -195,14 +201,7 @@ TEST(Communicator, SumIsRankOrderWhateverTheNodeLayout) {
           auto c = make_communicator(w, cfg, s);
           const std::string what = std::string(backend) + " " + prec + " nodes of " + std::to_string(rpn) +
                                    " chunk " + std::to_string(chunk_kb) + " KiB";
-          for (int step = 0; step < 2; ++step) {
-            s.grads = input;
-            bucketed_step(*c, s, true);
-            expect_bits_equal(s, s.grads, want, what + " step " + std::to_string(step));
-          }
-          std::vector<float> flat = input;
-          allreduce_sum(*c, flat.data(), flat.size());
-          expect_bits_equal(s, flat, want, what + " flat");
+          expect_sums_to(*c, s, input, want, 2, what);
         }
       }
     }
