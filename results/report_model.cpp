@@ -5,27 +5,6 @@
 
 namespace mlpd {
 
-namespace {
-
-// The distinct non-empty values of a check field over the runs, in first-seen order.
-std::vector<std::string> distinct(const std::vector<RunRecord>& runs, std::string CheckReport::*field) {
-  std::vector<std::string> seen;
-  for (const RunRecord& r : runs) {
-    const std::string& v = r.check.*field;
-    if (!v.empty() && std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
-  }
-  return seen;
-}
-
-// "a" when the runs agree, "a, b" when they differ (a table cell says so rather than hiding it).
-std::string joined(const std::vector<std::string>& values) {
-  std::string out;
-  for (const std::string& v : values) out += (out.empty() ? "" : ", ") + v;
-  return out;
-}
-
-}  // namespace
-
 std::string run_status(const RunRecord& r) { return r.check.status.empty() ? "unknown" : r.check.status; }
 
 bool dropped_from_score(const BenchmarkReport& b, int i) {
@@ -87,10 +66,10 @@ BenchmarkReport make_benchmark_report(const BenchmarkResults& results, const Ben
   b.dir = results.dir;
   b.runs = results.runs;
   // The logs name the benchmark; the folder's name stands in when they do not agree on one.
-  const std::vector<std::string> names = distinct(b.runs, &CheckReport::benchmark);
+  const std::vector<std::string> names = distinct_values(b.runs, [](const RunRecord& r) { return r.check.benchmark; });
   b.benchmark = names.size() == 1 ? names[0] : results.benchmark;
-  b.scale = joined(distinct(b.runs, &CheckReport::scale));
-  b.division = joined(distinct(b.runs, &CheckReport::division));
+  b.scale = join_values(distinct_values(b.runs, [](const RunRecord& r) { return r.check.scale; }));
+  b.division = join_values(distinct_values(b.runs, [](const RunRecord& r) { return r.check.division; }));
   const BenchmarkSpec* spec = lookup ? lookup(b.benchmark) : nullptr;
   if (spec) {
     b.known = true;

@@ -32,15 +32,6 @@ struct SuitePlan {
   std::string dir;   // results/<system>/<benchmark>
 };
 
-bool holds_result_files(const std::string& dir) {
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("result_", 0) == 0) return true;
-  }
-  return false;
-}
-
 std::vector<SuitePlan> plan_suite(const SuiteArgs& a) {
   std::vector<std::string> names = a.benchmarks;
   if (names.empty())

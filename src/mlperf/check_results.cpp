@@ -16,23 +16,6 @@ namespace {
 
 std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
-// The different non-empty values `get` gives over the runs, in the order first seen.
-std::vector<std::string> distinct(const std::vector<RunRecord>& runs,
-                                  const std::function<std::string(const RunRecord&)>& get) {
-  std::vector<std::string> out;
-  for (const RunRecord& r : runs) {
-    const std::string v = get(r);
-    if (!v.empty() && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-  }
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 }  // namespace
 
 ResultSetCheck check_result_set(const BenchmarkResults& br, const BenchmarkLookup& lookup) {
@@ -49,14 +32,14 @@ ResultSetCheck check_result_set(const BenchmarkResults& br, const BenchmarkLooku
   for (const RunRecord& r : br.runs) files_ok = files_ok && r.check.complete;
 
   // One configuration throughout: a set mixing benchmarks, scales or divisions scores nothing.
-  const auto benchmarks = distinct(br.runs, [](const RunRecord& r) { return r.check.benchmark; });
-  const auto scales = distinct(br.runs, [](const RunRecord& r) {
+  const auto benchmarks = distinct_values(br.runs, [](const RunRecord& r) { return r.check.benchmark; });
+  const auto scales = distinct_values(br.runs, [](const RunRecord& r) {
     return r.check.benchmark.empty() ? std::string() : (r.check.scale.empty() ? "reference" : r.check.scale);
   });
-  const auto divisions = distinct(br.runs, [](const RunRecord& r) { return r.check.division; });
-  if (benchmarks.size() > 1) error(br.dir, "the runs are of different benchmarks (" + joined(benchmarks) + ")");
-  if (scales.size() > 1) error(br.dir, "the runs are of different scales (" + joined(scales) + ")");
-  if (divisions.size() > 1) error(br.dir, "the runs are of different divisions (" + joined(divisions) + ")");
+  const auto divisions = distinct_values(br.runs, [](const RunRecord& r) { return r.check.division; });
+  if (benchmarks.size() > 1) error(br.dir, "the runs are of different benchmarks (" + join_values(benchmarks) + ")");
+  if (scales.size() > 1) error(br.dir, "the runs are of different scales (" + join_values(scales) + ")");
+  if (divisions.size() > 1) error(br.dir, "the runs are of different divisions (" + join_values(divisions) + ")");
   if (scales.size() == 1) c.scale = scales[0];
   if (divisions.size() == 1) c.division = divisions[0];
 
@@ -88,8 +71,8 @@ ResultSetCheck check_result_set(const BenchmarkResults& br, const BenchmarkLooku
   // The RCP test, at the one global batch of the set, in the closed division (the open division
   // may change hyperparameters, so there is nothing to compare with).
   std::vector<std::string> batches =
-      distinct(br.runs, [](const RunRecord& r) { return r.global_batch ? std::to_string(*r.global_batch) : ""; });
-  if (batches.size() > 1) error(br.dir, "the runs use different global batch sizes (" + joined(batches) + ")");
+      distinct_values(br.runs, [](const RunRecord& r) { return r.global_batch ? std::to_string(*r.global_batch) : ""; });
+  if (batches.size() > 1) error(br.dir, "the runs use different global batch sizes (" + join_values(batches) + ")");
   if (!scale) {
     c.rcp.why = "no known benchmark and scale";
   } else if (c.division != keys::kClosed) {

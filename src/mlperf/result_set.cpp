@@ -43,11 +43,6 @@ std::vector<fs::path> sorted_entries(const fs::path& dir) {
   return out;
 }
 
-bool holds_results(const fs::path& dir) {
-  for (const fs::path& p : sorted_entries(dir))
-    if (result_index(p) >= 0 && is_regular(p)) return true;
-  return false;
-}
 
 std::optional<double> number_at(const json& obj, const char* field) {
   if (!obj.is_object()) return std::nullopt;
@@ -105,6 +100,28 @@ void read_events(const std::string& path, RunRecord& r, const MetricSpec* metric
 
 }  // namespace
 
+bool holds_result_files(const std::string& dir) {
+  for (const fs::path& p : sorted_entries(dir))
+    if (result_index(p) >= 0 && is_regular(p)) return true;
+  return false;
+}
+
+std::vector<std::string> distinct_values(const std::vector<RunRecord>& runs,
+                                         const std::function<std::string(const RunRecord&)>& get) {
+  std::vector<std::string> out;
+  for (const RunRecord& r : runs) {
+    const std::string v = get(r);
+    if (!v.empty() && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+std::string join_values(const std::vector<std::string>& values) {
+  std::string out;
+  for (const std::string& v : values) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
 RunRecord read_run(const std::string& path, const BenchmarkLookup& lookup) {
   RunRecord r;
   r.path = path;
@@ -132,17 +149,17 @@ std::vector<BenchmarkResults> read_results(const std::string& dir, const Benchma
   // Which level was given: a benchmark folder holds result files; a system folder holds benchmark
   // folders; a results root holds system folders.
   std::vector<std::pair<std::string, fs::path>> bench_dirs;  // (system, folder)
-  if (holds_results(root)) {
+  if (holds_result_files(root)) {
     bench_dirs.push_back({fs::absolute(root).lexically_normal().parent_path().filename().string(), root});
   } else {
     for (const fs::path& a : sorted_entries(root)) {
       if (!is_dir(a)) continue;
-      if (holds_results(a)) {
+      if (holds_result_files(a)) {
         bench_dirs.push_back({fs::absolute(root).lexically_normal().filename().string(), a});
         continue;
       }
       for (const fs::path& b : sorted_entries(a))
-        if (is_dir(b) && holds_results(b)) bench_dirs.push_back({a.filename().string(), b});
+        if (is_dir(b) && holds_result_files(b)) bench_dirs.push_back({a.filename().string(), b});
     }
   }
   std::vector<BenchmarkResults> out;

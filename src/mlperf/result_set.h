@@ -3,6 +3,7 @@
 // benchmark by MLPerf's olympic mean. `check` (a folder), `suite` and `report` all read this.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,15 @@ struct BenchmarkResults {
 // one system's folder (<dir>/<benchmark>/) or one benchmark's folder. Other files are ignored.
 // UserError (exit 2) when `dir` is not a directory or holds no result file at all.
 std::vector<BenchmarkResults> read_results(const std::string& dir, const BenchmarkLookup& lookup);
+
+// True when `dir` directly holds a result_<N>.txt file.
+bool holds_result_files(const std::string& dir);
+
+// The different non-empty values `get` gives over the runs, in the order first seen.
+std::vector<std::string> distinct_values(const std::vector<RunRecord>& runs,
+                                         const std::function<std::string(const RunRecord&)>& get);
+// "a, b, c".
+std::string join_values(const std::vector<std::string>& values);
 
 // Reads one result file (check verdict included).
 RunRecord read_run(const std::string& path, const BenchmarkLookup& lookup);
