@@ -33,6 +33,20 @@ struct PoolDims {
   int out_w() const { return (w + 2 * pad - k) / stride + 1; }
 };
 
+// Scaled dot-product attention, multi-head (transformer). Query row i sits at key position
+// i + (k_len - q_len), so a causal mask also serves incremental decoding against a key cache.
+struct AttentionDims {
+  int batch = 1, heads = 1, q_len = 1, k_len = 1, head_dim = 1;
+  bool causal = false;  // mask keys after the query's own position
+};
+
+// Normalized Bahdanau (additive) attention (gnmt): one query per decoder step, all steps at once.
+struct AdditiveAttentionDims {
+  int batch = 1, q_len = 1, k_len = 1;
+  int units = 1;      // width of the projected query and keys (and of bias and v)
+  int value_dim = 1;  // width of the values (the encoder outputs)
+};
+
 #include "kernels/op_signatures.inc"  // IWYU pragma: export
 
 }  // namespace mlpd

@@ -32,7 +32,18 @@ __global__ void add_kernel(const float* a, const float* b, float* y, size_t n) {
   }
 }
 
+__global__ void scale_kernel(float* x, size_t n, float alpha) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) x[i] *= alpha;
+}
+
 }  // namespace
+
+void scale_inplace(float* x, size_t n, float alpha) {
+  if (n == 0) return;
+  scale_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(x, n, alpha);
+  CUDA_CHECK_LAUNCH();
+}
 
 void relu_forward(const float* x, float* y, size_t n) {
   if (n == 0) return;

@@ -17,6 +17,9 @@ inline uint64_t rng_u64(uint64_t seed, uint64_t stream, uint64_t counter) {
   return mix64(mix64(seed ^ mix64(stream)) ^ counter);
 }
 
+// The stream of dropout masks (kernels: dropout_forward); the counter is the element's offset.
+inline constexpr uint64_t kDropoutStream = 0x4452'4F50'0000'0000ull;  // "DROP"
+
 // Uniform in [0, 1).
 inline float rng_uniform(uint64_t seed, uint64_t stream, uint64_t counter) {
   return static_cast<float>(rng_u64(seed, stream, counter) >> 40) * (1.0f / 16777216.0f);
