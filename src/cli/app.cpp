@@ -29,6 +29,7 @@ int main_entry(int argc, char** argv) {
       "  mlperf-dist check results/<system>/resnet/result_0.txt\n"
       "  mpirun -np 2 mlperf-dist suite --scale mini --runs 5   (MLPerf's N runs, olympic mean)\n"
       "  mlperf-dist report results/ -o report.html   (scores, runs, curves, scaling: one HTML page)\n"
+      "  mlperf-dist score bleu --ref newstest.de --hyp output.de   (sacreBLEU's corpus BLEU)\n"
       "Workloads:\n" +
       workloads};
   app.require_subcommand(1);
@@ -53,6 +54,8 @@ int main_entry(int argc, char** argv) {
   add_suite_command(app, suite);
   CommBenchArgs comm_bench;
   add_comm_bench_command(app, comm_bench);
+  ScoreArgs score;
+  add_score_command(app, score);
   app.add_subcommand("list", "Print the registered workloads, one per line: name, then its scales (for scripts)");
 
   // CLI11 would say only "a subcommand is required" for a misspelt one: name it.
@@ -89,6 +92,7 @@ int main_entry(int argc, char** argv) {
     if (app.got_subcommand("check")) return run_check_command(check);
     if (app.got_subcommand("report")) return run_report_command(report);
     if (app.got_subcommand("rules")) return run_rules_command(rules);
+    if (app.got_subcommand("score")) return run_score_command(score);
     if (app.got_subcommand("list")) {
       for (const WorkloadEntry* e : workload_entries()) {
         std::string line = e->spec.name;

@@ -39,6 +39,9 @@ struct PrepareArgs {
   std::string benchmark = "resnet";
   std::string scale = "mini";
   std::string from;
+  std::vector<std::string> from_parallel;  // SRC TGT (translation)
+  std::vector<std::string> test_parallel;  // SRC TGT (translation)
+  int vocab_size = 0;                      // translation BPE; 0: the scale's default
   std::string output;
   std::string data_dir = "data";
   bool force = false;
@@ -90,6 +93,19 @@ struct SuiteArgs {
 };
 void add_suite_command(CLI::App& app, SuiteArgs& a);
 int run_suite_command(SuiteArgs& a, const GlobalArgs& g, int argc, char** argv);
+
+// score: a system's output against references, one subcommand per metric (bleu: sacreBLEU's
+// corpus BLEU, src/translation/bleu.h).
+struct ScoreArgs {
+  std::string metric;  // the metric subcommand given: "bleu"
+  std::string ref;
+  std::string hyp;
+  std::string tokenize = "13a";
+  bool lowercase = false;
+  int width = 2;
+};
+void add_score_command(CLI::App& app, ScoreArgs& a);
+int run_score_command(const ScoreArgs& a);
 
 // "resnet, ncf": the registry's workloads, for help texts.
 std::string workload_list_text();

@@ -23,6 +23,16 @@ void add_prepare_command(CLI::App& app, PrepareArgs& a) {
   for (const WorkloadEntry* e : workload_entries())
     if (e->prepare) from_help += "\n  " + e->spec.name + ": " + e->prepare_help;
   c->add_option("--from", a.from, from_help);
+  c->add_option("--from-parallel", a.from_parallel,
+                "Translation (reference): the training corpus as two plain-text files, one sentence a line")
+      ->expected(2)
+      ->type_name("SRC TGT");
+  c->add_option("--test-parallel", a.test_parallel,
+                "Translation: the held-out test pair of files (e.g. newstest2014); without it the split rule applies")
+      ->expected(2)
+      ->type_name("SRC TGT");
+  c->add_option("--vocab-size", a.vocab_size, "Translation: BPE vocabulary size (0: 4000 at mini, 32000 at reference)")
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--output,-o", a.output, "Output HDF5 file (default <data-dir>/<benchmark>_<scale>.h5)");
   c->add_option("--data-dir", a.data_dir, "Directory of prepared datasets")->capture_default_str();
   c->add_flag("--force", a.force, "Rebuild even if the output exists");
@@ -41,7 +51,20 @@ int run_prepare_command(const PrepareArgs& a) {
     return kExitSuccess;
   }
   auto t0 = std::chrono::steady_clock::now();
-  entry.prepare(PrepareRequest{a.scale, a.from, out});
+  PrepareRequest request;
+  request.scale = a.scale;
+  request.from = a.from;
+  request.output = out;
+  if (a.from_parallel.size() == 2) {
+    request.from_parallel_src = a.from_parallel[0];
+    request.from_parallel_tgt = a.from_parallel[1];
+  }
+  if (a.test_parallel.size() == 2) {
+    request.test_parallel_src = a.test_parallel[0];
+    request.test_parallel_tgt = a.test_parallel[1];
+  }
+  request.vocab_size = a.vocab_size;
+  entry.prepare(request);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("prepare: wrote {} in {:.1f} s", out, s);
   return kExitSuccess;

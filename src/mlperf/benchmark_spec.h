@@ -37,7 +37,8 @@ struct ScaleSpec {
   std::string name;            // "mini" or "reference"
   std::string defaults_yaml;   // the embedded config: its keys are the only keys allowed
   double target = 0.0;         // quality target (direction from MetricSpec)
-  int64_t train_samples = 0;   // the logged train_samples / eval_samples must be these
+  int64_t train_samples = 0;   // the logged train_samples / eval_samples must be these (0: any,
+                               //   where the size depends on the user's own files)
   int64_t eval_samples = 0;
   std::string target_source;   // where the target comes from, shown by `rules`
   int result_runs = 5;         // runs a result needs (MLPerf: resnet 5, ncf 50, ...), scored by olympic mean

@@ -61,6 +61,14 @@ inline constexpr const char* kOptLearningRateDecayBoundaryEpochs = "opt_learning
 inline constexpr const char* kOptLearningRateDecayFactor = "opt_learning_rate_decay_factor";
 inline constexpr const char* kOptLearningRateDecayPolyPower = "opt_learning_rate_decay_poly_power";  // ours
 inline constexpr const char* kOptLearningRateDecaySteps = "opt_learning_rate_decay_steps";
+// GNMT's schedule (closed_gnmt.yaml): exponential warmup, constant until remain_steps, then
+// decay_steps decays by decay_factor every decay_interval steps; the two alt_* flags say so.
+inline constexpr const char* kOptLearningRateRemainSteps = "opt_learning_rate_remain_steps";
+inline constexpr const char* kOptLearningRateDecayInterval = "opt_learning_rate_decay_interval";
+inline constexpr const char* kOptLearningRateAltDecayFunc = "opt_learning_rate_alt_decay_func";
+inline constexpr const char* kOptLearningRateAltWarmupFunc = "opt_learning_rate_alt_warmup_func";
+// Translation: the longest sentence trained on, with metadata method truncate or discard.
+inline constexpr const char* kMaxSequenceLength = "max_sequence_length";
 
 // ---- optimizer: SGD as the 0.7.0 closed resnet checker requires it (closed_resnet_sgd.yaml) ----
 inline constexpr const char* kSgdOptBaseLearningRate = "sgd_opt_base_learning_rate";
@@ -90,6 +98,10 @@ inline constexpr const char* kMaxEpochs = "max_epochs";
 inline constexpr const char* kLrDecay = "lr_decay";                // poly, cosine or step
 inline constexpr const char* kLrDecayEpochs = "lr_decay_epochs";   // whole schedule, warmup included
 inline constexpr const char* kLarsOptTrustCoefficient = "lars_opt_trust_coefficient";
+// Adam's schedule: constant (absent), inverse_sqrt (transformer) or gnmt.
+inline constexpr const char* kAdamLrSchedule = "lr_schedule";
+// Clip the global gradient norm (after the allreduce) to this; 0 = off. Not an MLPerf key.
+inline constexpr const char* kGradClipNorm = "grad_clip_norm";
 
 // ---- metadata fields ----
 inline constexpr const char* kMetaFile = "file";
@@ -102,6 +114,7 @@ inline constexpr const char* kStatus = "status";
 inline constexpr const char* kScale = "scale";
 // Ours: a lowered target given by `train --test-target` (open division only).
 inline constexpr const char* kTestTarget = "test_target";
+inline constexpr const char* kMethod = "method";  // max_sequence_length: truncate or discard
 
 // ---- values ----
 inline constexpr const char* kSuccess = "success";
@@ -116,5 +129,7 @@ inline constexpr const char* kLazyAdam = "lazy_adam";  // ours: TensorFlow's Laz
 // ---- benchmark names (submission_benchmark values) ----
 inline constexpr const char* kResnet = "resnet";
 inline constexpr const char* kNcf = "ncf";
+inline constexpr const char* kGnmt = "gnmt";
+inline constexpr const char* kTransformer = "transformer";
 
 }  // namespace mlpd::keys

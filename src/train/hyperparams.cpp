@@ -9,8 +9,41 @@ namespace mlpd {
 
 using namespace keys;
 
+namespace {
+
+int64_t non_negative_steps(const nlohmann::json& cfg, const char* key) {
+  const int64_t v = cfg.at(key).get<int64_t>();
+  if (v < 0) throw UserError(std::string(key) + " must be >= 0", 2);
+  return v;
+}
+
+// Adam's schedule (key lr_schedule, absent in ncf): constant, inverse_sqrt (transformer) or gnmt.
+void read_adam_schedule(const nlohmann::json& cfg, LrSchedule& s) {
+  if (!cfg.contains(kAdamLrSchedule)) return;
+  const auto name = cfg.at(kAdamLrSchedule).get<std::string>();
+  if (name == "constant") return;
+  if (name != "inverse_sqrt" && name != "gnmt")
+    throw UserError("lr_schedule = " + name + ": use constant, inverse_sqrt or gnmt", 2);
+  s.decay = name;
+  s.warmup_steps = non_negative_steps(cfg, kOptLearningRateWarmupSteps);
+  if (name == "gnmt") {
+    s.remain_steps = non_negative_steps(cfg, kOptLearningRateRemainSteps);
+    s.decay_interval = non_negative_steps(cfg, kOptLearningRateDecayInterval);
+    s.decay_count = non_negative_steps(cfg, kOptLearningRateDecaySteps);
+    s.factor = cfg.at(kOptLearningRateDecayFactor).get<double>();
+    if (s.decay_interval < 1) throw UserError("opt_learning_rate_decay_interval must be >= 1", 2);
+    if (!(s.factor > 0.0 && s.factor <= 1.0)) throw UserError("opt_learning_rate_decay_factor must lie in (0, 1]", 2);
+  }
+}
+
+}  // namespace
+
 Hyperparams read_hyperparams(const nlohmann::json& cfg) {
   Hyperparams h;
+  if (cfg.contains(kGradClipNorm)) {
+    h.optimizer.clip_norm = cfg.at(kGradClipNorm).get<float>();
+    if (!(h.optimizer.clip_norm >= 0.0f)) throw UserError("grad_clip_norm must be >= 0 (0: no clipping)", 2);
+  }
   Optimizer& o = h.optimizer;
   LrSchedule& s = h.schedule;
   o.name = cfg.at(kOptName).get<std::string>();
@@ -29,6 +62,7 @@ Hyperparams read_hyperparams(const nlohmann::json& cfg) {
     s.warmup_epochs = 0.0;
     s.boundary_epochs.clear();
     if (!(s.base_lr > 0.0)) throw UserError("opt_base_learning_rate must be positive", 2);
+    read_adam_schedule(cfg, s);
     if (!(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f))
       throw UserError("opt_adam_beta_1 and opt_adam_beta_2 must lie in [0, 1)", 2);
     if (!(o.epsilon > 0.0f)) throw UserError("opt_adam_epsilon must be positive", 2);
@@ -72,6 +106,15 @@ std::vector<std::pair<std::string, nlohmann::json>> hyperparam_log_entries(const
     log.emplace_back(kOptAdamBeta1, h.adam_beta1);
     log.emplace_back(kOptAdamBeta2, h.adam_beta2);
     log.emplace_back(kOptAdamEpsilon, h.adam_epsilon);
+    if (s.decay == "inverse_sqrt" || s.decay == "gnmt") log.emplace_back(kOptLearningRateWarmupSteps, s.warmup_steps);
+    if (s.decay == "gnmt") {
+      log.emplace_back(kOptLearningRateRemainSteps, s.remain_steps);
+      log.emplace_back(kOptLearningRateDecayInterval, s.decay_interval);
+      log.emplace_back(kOptLearningRateDecaySteps, s.decay_count);
+      log.emplace_back(kOptLearningRateDecayFactor, s.factor);
+      log.emplace_back(kOptLearningRateAltDecayFunc, true);
+      log.emplace_back(kOptLearningRateAltWarmupFunc, true);
+    }
     return log;
   }
   const int64_t decay_steps = static_cast<int64_t>(std::llround(s.decay_epochs * static_cast<double>(s.steps_per_epoch)));

@@ -6,6 +6,22 @@
 namespace mlpd {
 
 double lr_at(const LrSchedule& s, int64_t step) {
+  if (s.decay == "inverse_sqrt") {
+    const double t = static_cast<double>(step + 1);
+    if (s.warmup_steps <= 0) return s.base_lr;
+    const double w = static_cast<double>(s.warmup_steps);
+    return s.base_lr * std::min(t / w, std::sqrt(w / t));
+  }
+  if (s.decay == "gnmt") {
+    if (step < s.warmup_steps) {
+      // base_lr * 0.01^((warmup - step) / warmup): from base/100 up to base at warmup_steps.
+      const double w = static_cast<double>(s.warmup_steps);
+      return s.base_lr * std::pow(0.01, static_cast<double>(s.warmup_steps - step) / w);
+    }
+    if (step < s.remain_steps || s.decay_count <= 0) return s.base_lr;
+    const int64_t decays = std::min(s.decay_count, (step - s.remain_steps) / std::max<int64_t>(1, s.decay_interval) + 1);
+    return s.base_lr * std::pow(s.factor, static_cast<double>(decays));
+  }
   const double spe = static_cast<double>(std::max<int64_t>(1, s.steps_per_epoch));
   const double warmup_steps = s.warmup_epochs * spe;
   const double t = static_cast<double>(step);

@@ -1,4 +1,5 @@
-// Learning-rate schedules: linear warmup, then step, cosine or polynomial decay.
+// Learning-rate schedules: linear warmup, then step, cosine or polynomial decay; Adam's constant,
+// inverse square root and GNMT schedules.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -7,7 +8,7 @@
 namespace mlpd {
 
 struct LrSchedule {
-  std::string decay = "cosine";  // "step", "cosine" or "poly"
+  std::string decay = "cosine";  // "step", "cosine", "poly", "inverse_sqrt" or "gnmt"
   double base_lr = 0.1;
   double end_lr = 0.0;           // cosine and poly end here at total_steps
   double poly_power = 2.0;
@@ -16,6 +17,15 @@ struct LrSchedule {
   std::vector<double> boundary_epochs;  // step decay: multiply by `factor` at each boundary
   double factor = 0.1;
   int64_t steps_per_epoch = 1;
+  // Step-counted schedules (Adam in gnmt and transformer):
+  //   "inverse_sqrt": base_lr * min((t+1) / warmup_steps, sqrt(warmup_steps / (t+1))) (fairseq's);
+  //   "gnmt": MLPerf's GNMT reference: exponential warmup from base_lr/100 over warmup_steps, then
+  //           base_lr until remain_steps, then times decay_factor every decay_interval steps, at
+  //           most decay_count times.
+  int64_t warmup_steps = 0;
+  int64_t remain_steps = 0;
+  int64_t decay_interval = 1;
+  int64_t decay_count = 0;
 };
 
 // Learning rate for the step that starts after `step` completed steps.

@@ -68,7 +68,22 @@ void upload_optimizer(Optimizer& opt) {
   copy_to_device(opt.device, opt.device_second_moment, opt.second_moment.data(), opt.second_moment.size() * sizeof(float));
 }
 
+namespace {
+
+// Scales every gradient by clip_norm / ||g|| when ||g|| (over the whole model) is larger.
+void clip_gradients(const Optimizer& opt, ParamStore& s) {
+  const OpTable& o = ops_for(s.device);
+  double sq = 0.0;
+  for (const ParamView& v : s.views) sq += o.sum_squares(grads_data(s) + v.offset, v.count);
+  const double norm = std::sqrt(sq);
+  if (norm > static_cast<double>(opt.clip_norm))
+    o.scale_inplace(grads_data(s), s.param_count, static_cast<float>(static_cast<double>(opt.clip_norm) / norm));
+}
+
+}  // namespace
+
 void optimizer_step(Optimizer& opt, ParamStore& s, float lr) {
+  if (opt.clip_norm > 0.0f) clip_gradients(opt, s);
   if (is_adam(opt)) {
     adam_step(opt, s, lr);
     return;

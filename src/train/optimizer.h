@@ -15,6 +15,7 @@ struct Optimizer {
   float weight_decay = 0.0f;
   float lars_eta = 0.001f;
   float lars_epsilon = 0.0f;
+  float clip_norm = 0.0f;  // > 0: gradients scaled so their global L2 norm is at most this
   std::vector<float> velocity;  // one per parameter, same layout as ParamStore::params
                                 // (Adam: the first moment m)
   // Adam / LazyAdam (MLPerf v0.5 NCF: opt_adam_beta_1, opt_adam_beta_2, opt_adam_epsilon).
@@ -45,7 +46,9 @@ inline constexpr const char* kLazyViewSuffix = "_embedding";
 void init_optimizer(Optimizer& opt, const ParamStore& s);
 void download_optimizer(Optimizer& opt);
 void upload_optimizer(Optimizer& opt);
-// One update with learning rate `lr` using the (already averaged) gradients.
+// One update with learning rate `lr` using the (already averaged) gradients; with clip_norm set,
+// first scales them to that global norm when theirs is larger (the same on every rank: the sums
+// are identical there).
 void optimizer_step(Optimizer& opt, ParamStore& s, float lr);
 
 }  // namespace mlpd

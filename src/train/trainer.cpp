@@ -378,6 +378,7 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   mllog_event(log, keys::kEvalSamples, wl.facts.eval_samples);
   mllog_event(log, keys::kModelBnSpan, wl.facts.bn_span);
   for (const auto& [k, v] : hyperparam_log_entries(built.hyper)) mllog_event(log, k, v);
+  for (const LoggedParam& p : wl.facts.logged_params) mllog_event(log, p.key, p.value, p.metadata);
   TrainPosition start;
   if (!opts.resume_dir.empty()) {
     if (wl.has_own_driver())

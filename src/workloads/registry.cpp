@@ -7,6 +7,8 @@ namespace mlpd {
 // One line per workload: its entry, defined in its own folder.
 const WorkloadEntry& resnet_entry();
 const WorkloadEntry& ncf_entry();
+const WorkloadEntry& transformer_entry();
+const WorkloadEntry& gnmt_entry();
 
 namespace {
 
@@ -14,6 +16,8 @@ std::vector<const WorkloadEntry*>& entries() {
   static std::vector<const WorkloadEntry*> list = {
       &resnet_entry(),
       &ncf_entry(),
+      &transformer_entry(),
+      &gnmt_entry(),
   };
   return list;
 }

@@ -18,6 +18,11 @@ struct PrepareRequest {
   std::string scale = "mini";
   std::string from;    // the raw data (a file or directory); "" for the scale's default source
   std::string output;  // the HDF5 file to write
+  // Translation (gnmt, transformer): plain-text parallel files, one sentence a line (reference
+  // scale: the training corpus, and the held-out test pair, e.g. newstest2014; without the test
+  // pair the workload's split rule applies); vocab_size: BPE symbols, 0 for the scale's default.
+  std::string from_parallel_src, from_parallel_tgt, test_parallel_src, test_parallel_tgt;
+  int vocab_size = 0;
 };
 
 struct WorkloadEntry {

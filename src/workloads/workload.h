@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/param_store.h"
 #include "core/sparse_rows.h"
 
@@ -69,6 +71,14 @@ struct EvalOutcome {
   double samples = 0.0;           // how many eval samples the metric covers
 };
 
+// A run parameter the workload logs itself (max_sequence_length with its method), once, with the
+// others before run_start.
+struct LoggedParam {
+  std::string key;
+  nlohmann::json value;
+  nlohmann::json metadata;  // an object or null
+};
+
 // What the trainer and the log need to know of a built workload.
 struct WorkloadFacts {
   std::string model_summary;
@@ -81,6 +91,7 @@ struct WorkloadFacts {
   int eval_every_epochs = 1;
   double flops_per_sample = 0.0;      // forward+backward, for throughput figures
   EvalKind eval_kind = EvalKind::Sums;
+  std::vector<LoggedParam> logged_params;
 };
 
 class LoopServices;

@@ -1,0 +1,592 @@
+#include "workloads/transformer/transformer_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "kernels/op_table.h"
+
+namespace mlpd {
+
+namespace {
+
+struct Linear {
+  size_t w = 0, b = 0;
+  int in = 0, out = 0;
+};
+struct Norm {
+  size_t gamma = 0, beta = 0;
+};
+
+struct EncoderLayer {
+  Linear qkv, out, ffn1, ffn2;
+  Norm ln1, ln2;
+  size_t first_view = 0, end_view = 0;  // [first, end) of this layer's views
+  // Saved for backward, [rows, width] each (rows = batch * source length).
+  float *qkv_act = nullptr, *probs = nullptr, *attn = nullptr, *r1 = nullptr, *x1 = nullptr, *m1 = nullptr,
+        *i1 = nullptr, *h = nullptr, *r2 = nullptr, *x2 = nullptr, *m2 = nullptr, *i2 = nullptr;
+  uint8_t *mask1 = nullptr, *mask2 = nullptr;
+};
+
+struct DecoderLayer {
+  Linear qkv, out, q, kv, cross_out, ffn1, ffn2;
+  Norm ln1, ln2, ln3;
+  size_t first_view = 0, end_view = 0;
+  float *qkv_act = nullptr, *probs = nullptr, *attn = nullptr, *r1 = nullptr, *y1 = nullptr, *m1 = nullptr,
+        *i1 = nullptr;
+  float *q_act = nullptr, *kv_act = nullptr, *cross_probs = nullptr, *cross_attn = nullptr, *r2 = nullptr,
+        *y2 = nullptr, *m2 = nullptr, *i2 = nullptr;
+  float *h = nullptr, *r3 = nullptr, *y3 = nullptr, *m3 = nullptr, *i3 = nullptr;
+  uint8_t *mask1 = nullptr, *mask2 = nullptr, *mask3 = nullptr;
+  // Decoding: the cross-attention keys and values of each hypothesis' source, and the self-
+  // attention cache of past positions (two buffers: reordered by the beam's parents each step).
+  float *cross_kv = nullptr, *cache = nullptr, *cache_next = nullptr;
+};
+
+constexpr float kLayerNormEps = 1e-5f;
+
+size_t mul(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+struct Transformer final : Seq2Seq {
+  TransformerSpec spec;
+  const OpTable* ops = nullptr;
+  DeviceBuffers buffers;
+  size_t embedding = 0;
+  std::vector<EncoderLayer> enc;
+  std::vector<DecoderLayer> dec;
+  int d = 0, H = 0, F = 0, V = 0;
+  int64_t rows_src = 0, rows_tgt = 0;  // largest row counts (training and eval encoders)
+  float* x0 = nullptr;                 // encoder input after embedding (+dropout)
+  float* y0 = nullptr;                 // decoder input
+  uint8_t *x0_mask = nullptr, *y0_mask = nullptr;
+  float* scratch = nullptr;            // pre-dropout sublayer outputs, [rows, max(d, F)]
+  float *logits = nullptr, *dlogits = nullptr, *yv = nullptr, *dyv = nullptr;
+  // Backward scratch.
+  float *g_y = nullptr, *g_r = nullptr, *g_sub = nullptr, *g_x = nullptr, *g_wide = nullptr, *g_kv = nullptr,
+        *g_enc = nullptr, *g_enc_tmp = nullptr;
+  // Token and length arrays on the device (host pointers on the CPU build use the same buffers).
+  int32_t *d_src = nullptr, *d_src_len = nullptr, *d_tgt_in = nullptr, *d_tgt_len = nullptr, *d_vidx = nullptr,
+          *d_vlab = nullptr, *d_tokens = nullptr, *d_self_len = nullptr, *d_src_len_exp = nullptr,
+          *d_row_src = nullptr;
+  std::vector<int32_t> vidx, vlab;
+  uint64_t drop_seed = 0, drop_offset = 0;
+  bool training = false;
+  // Decoding state.
+  int dec_batch = 0, dec_beam = 0, dec_rows = 0, dec_src_len = 0, dec_cache_len = 0;
+  float *dec_y = nullptr, *dec_qkv = nullptr, *dec_probs = nullptr, *dec_attn = nullptr, *dec_sub = nullptr,
+        *dec_r = nullptr, *dec_y1 = nullptr, *dec_mean = nullptr, *dec_inv = nullptr, *dec_h = nullptr;
+  std::vector<float> host_logits;
+  std::vector<int32_t> host_rows, host_lens;
+
+  float* floats(size_t n) { return buffers.floats(std::max<size_t>(n, 1)); }
+  int32_t* ints(size_t n) { return reinterpret_cast<int32_t*>(floats(n)); }
+  uint8_t* bytes(size_t n) { return reinterpret_cast<uint8_t*>(floats((n + 3) / 4)); }
+
+  Linear linear(ParamStore& s, const std::string& name, int in, int out) {
+    Linear l;
+    l.in = in;
+    l.out = out;
+    l.w = add_param(s, name + ".weight", mul(in, out), ParamKind::weight);
+    l.b = add_param(s, name + ".bias", static_cast<size_t>(out), ParamKind::bias);
+    return l;
+  }
+  Norm norm(ParamStore& s, const std::string& name) {
+    return {add_param(s, name + ".gamma", static_cast<size_t>(d), ParamKind::bias),
+            add_param(s, name + ".beta", static_cast<size_t>(d), ParamKind::bias)};
+  }
+
+  // ---- forward pieces ----
+  void linear_fwd(const ParamStore& s, const Linear& l, const float* x, int64_t rows, float* y) const {
+    ops->linear_forward(x, static_cast<int>(rows), l.in, l.out, param_ptr(s, l.w), param_ptr(s, l.b), y);
+  }
+  void linear_bwd(ParamStore& s, const Linear& l, const float* x, const float* dy, int64_t rows, float* dx) const {
+    ops->linear_backward(x, dy, static_cast<int>(rows), l.in, l.out, param_ptr(s, l.w), dx, grad_ptr(s, l.w),
+                         grad_ptr(s, l.b));
+  }
+  // r = x + dropout(sub); y = LayerNorm(r). Without training, no dropout (mask unused).
+  void residual_norm_fwd(const ParamStore& s, const Norm& n, const float* x, const float* sub, int64_t rows,
+                         uint8_t* mask, float* r, float* y, float* mean, float* inv) {
+    const size_t count = mul(rows, d);
+    if (training && spec.dropout > 0.0f) {
+      ops->dropout_forward(sub, count, spec.dropout, drop_seed, drop_offset, r, mask);
+      drop_offset += count;
+      ops->add_forward(x, r, r, count);
+    } else {
+      ops->add_forward(x, sub, r, count);
+    }
+    ops->layernorm_forward(r, rows, d, param_ptr(s, n.gamma), param_ptr(s, n.beta), kLayerNormEps, y, mean, inv);
+  }
+  // From dy (gradient of y): g_r = gradient of r (= of x through the residual), g_sub = of sub.
+  void residual_norm_bwd(ParamStore& s, const Norm& n, const float* r, const float* dy, int64_t rows,
+                         const uint8_t* mask, const float* mean, const float* inv, float* dr, float* dsub) {
+    ops->layernorm_backward(r, dy, rows, d, param_ptr(s, n.gamma), mean, inv, dr, grad_ptr(s, n.gamma),
+                            grad_ptr(s, n.beta), false);
+    const size_t count = mul(rows, d);
+    if (training && spec.dropout > 0.0f)
+      ops->dropout_backward(dr, mask, count, spec.dropout, dsub);
+    else
+      copy_within(spec.device, dsub, dr, count * sizeof(float));
+  }
+  void embed(const ParamStore& s, const int32_t* tokens, int batch, int len, int pos_offset, uint8_t* mask,
+             float* out) {
+    const size_t count = mul(batch, len) * static_cast<size_t>(d);
+    const float scale = std::sqrt(static_cast<float>(d));
+    if (training && spec.dropout > 0.0f) {
+      ops->token_embedding_forward(param_ptr(s, embedding), d, tokens, batch, len, scale, pos_offset, true, scratch);
+      ops->dropout_forward(scratch, count, spec.dropout, drop_seed, drop_offset, out, mask);
+      drop_offset += count;
+    } else {
+      ops->token_embedding_forward(param_ptr(s, embedding), d, tokens, batch, len, scale, pos_offset, true, out);
+    }
+  }
+  AttentionDims dims(int batch, int q_len, int k_len, bool causal) const {
+    AttentionDims a;
+    a.batch = batch;
+    a.heads = H;
+    a.q_len = q_len;
+    a.k_len = k_len;
+    a.head_dim = d / H;
+    a.causal = causal;
+    return a;
+  }
+
+  // Encoder over [B, S]; returns the final output [B*S, d].
+  const float* encoder_fwd(const ParamStore& s, int B, int S, const int32_t* src, const int32_t* src_len) {
+    const int64_t rows = int64_t(B) * S;
+    embed(s, src, B, S, 0, x0_mask, x0);
+    const float* x = x0;
+    for (EncoderLayer& L : enc) {
+      linear_fwd(s, L.qkv, x, rows, L.qkv_act);
+      ops->attention_forward(dims(B, S, S, false), L.qkv_act, 3 * d, L.qkv_act + d, 3 * d, L.qkv_act + 2 * d, 3 * d,
+                             src_len, L.probs, L.attn, d);
+      linear_fwd(s, L.out, L.attn, rows, scratch);
+      residual_norm_fwd(s, L.ln1, x, scratch, rows, L.mask1, L.r1, L.x1, L.m1, L.i1);
+      linear_fwd(s, L.ffn1, L.x1, rows, L.h);
+      ops->relu_forward(L.h, L.h, mul(rows, F));
+      linear_fwd(s, L.ffn2, L.h, rows, scratch);
+      residual_norm_fwd(s, L.ln2, L.x1, scratch, rows, L.mask2, L.r2, L.x2, L.m2, L.i2);
+      x = L.x2;
+    }
+    return x;
+  }
+
+  // Decoder over [B, T] (teacher forcing) against the encoder output [B*S, d].
+  const float* decoder_fwd(const ParamStore& s, int B, int T, int S, const float* enc_out) {
+    const int64_t rows = int64_t(B) * T, src_rows = int64_t(B) * S;
+    embed(s, d_tgt_in, B, T, 0, y0_mask, y0);
+    const float* y = y0;
+    for (DecoderLayer& L : dec) {
+      linear_fwd(s, L.qkv, y, rows, L.qkv_act);
+      ops->attention_forward(dims(B, T, T, true), L.qkv_act, 3 * d, L.qkv_act + d, 3 * d, L.qkv_act + 2 * d, 3 * d,
+                             d_tgt_len, L.probs, L.attn, d);
+      linear_fwd(s, L.out, L.attn, rows, scratch);
+      residual_norm_fwd(s, L.ln1, y, scratch, rows, L.mask1, L.r1, L.y1, L.m1, L.i1);
+      linear_fwd(s, L.q, L.y1, rows, L.q_act);
+      linear_fwd(s, L.kv, enc_out, src_rows, L.kv_act);
+      ops->attention_forward(dims(B, T, S, false), L.q_act, d, L.kv_act, 2 * d, L.kv_act + d, 2 * d, d_src_len,
+                             L.cross_probs, L.cross_attn, d);
+      linear_fwd(s, L.cross_out, L.cross_attn, rows, scratch);
+      residual_norm_fwd(s, L.ln2, L.y1, scratch, rows, L.mask2, L.r2, L.y2, L.m2, L.i2);
+      linear_fwd(s, L.ffn1, L.y2, rows, L.h);
+      ops->relu_forward(L.h, L.h, mul(rows, F));
+      linear_fwd(s, L.ffn2, L.h, rows, scratch);
+      residual_norm_fwd(s, L.ln3, L.y2, scratch, rows, L.mask3, L.r3, L.y3, L.m3, L.i3);
+      y = L.y3;
+    }
+    return y;
+  }
+
+  void ready_views(size_t first, size_t end, const std::function<void(size_t)>& ready) const {
+    if (!ready) return;
+    for (size_t v = end; v > first; --v) ready(v - 1);
+  }
+
+  double train_batch(ParamStore& s, const TranslationBatch& b, float grad_scale, uint64_t dropout_seed,
+                     const std::function<void(size_t)>& ready) override {
+    const int B = b.batch, S = b.src_len, T = b.tgt_len;
+    MLPD_CHECK(B >= 1 && B <= spec.limits.max_batch && S <= spec.limits.max_src_len && T <= spec.limits.max_tgt_len,
+               "transformer batch larger than the model was built for");
+    training = true;
+    drop_seed = dropout_seed;
+    drop_offset = 0;
+    const Device dev = spec.device;
+    copy_to_device(dev, d_src, b.src.data(), b.src.size() * sizeof(int32_t));
+    copy_to_device(dev, d_src_len, b.src_lengths.data(), size_t(B) * sizeof(int32_t));
+    copy_to_device(dev, d_tgt_in, b.tgt_in.data(), b.tgt_in.size() * sizeof(int32_t));
+    copy_to_device(dev, d_tgt_len, b.tgt_lengths.data(), size_t(B) * sizeof(int32_t));
+    vidx.clear();
+    vlab.clear();
+    for (int i = 0; i < B; ++i)
+      for (int t = 0; t < b.tgt_lengths[size_t(i)]; ++t) {
+        vidx.push_back(i * T + t);
+        vlab.push_back(b.tgt_out[size_t(i) * size_t(T) + size_t(t)]);
+      }
+    const int N = static_cast<int>(vidx.size());
+    copy_to_device(dev, d_vidx, vidx.data(), size_t(N) * sizeof(int32_t));
+    copy_to_device(dev, d_vlab, vlab.data(), size_t(N) * sizeof(int32_t));
+
+    const int64_t src_rows = int64_t(B) * S, rows = int64_t(B) * T;
+    const float* enc_out = encoder_fwd(s, B, S, d_src, d_src_len);
+    const float* y = decoder_fwd(s, B, T, S, enc_out);
+    // Output projection over the target tokens only (no padding rows): logits = yv E^T.
+    const float* E = param_ptr(s, embedding);
+    ops->embedding_gather(y, d, d_vidx, N, yv, d);
+    ops->gemm(false, true, N, V, d, 1.0f, yv, d, E, d, 0.0f, logits, V);
+    const double loss = ops->softmax_xent(logits, d_vlab, N, V, spec.label_smoothing, grad_scale, dlogits, nullptr);
+    // dyv = dlogits E; dE += dlogits^T yv; then back to the padded rows.
+    ops->gemm(false, false, N, d, V, 1.0f, dlogits, V, E, d, 0.0f, dyv, d);
+    ops->gemm(true, false, V, d, N, 1.0f, dlogits, V, yv, d, 1.0f, grad_ptr(s, embedding), d);
+    zero_on(dev, g_y, mul(rows, d) * sizeof(float));
+    ops->embedding_scatter_add(g_y, d, d_vidx, N, dyv, d);
+
+    zero_on(dev, g_enc, mul(src_rows, d) * sizeof(float));
+    for (size_t li = dec.size(); li-- > 0;) {
+      DecoderLayer& L = dec[li];
+      const float* y_in = li == 0 ? y0 : dec[li - 1].y3;
+      // Feed-forward block.
+      residual_norm_bwd(s, L.ln3, L.r3, g_y, rows, L.mask3, L.m3, L.i3, g_r, g_sub);
+      linear_bwd(s, L.ffn2, L.h, g_sub, rows, g_wide);
+      ops->relu_backward(L.h, g_wide, g_wide, mul(rows, F));
+      linear_bwd(s, L.ffn1, L.y2, g_wide, rows, g_x);
+      ops->add_forward(g_r, g_x, g_y, mul(rows, d));
+      // Cross-attention block.
+      residual_norm_bwd(s, L.ln2, L.r2, g_y, rows, L.mask2, L.m2, L.i2, g_r, g_sub);
+      linear_bwd(s, L.cross_out, L.cross_attn, g_sub, rows, g_x);
+      ops->attention_backward(dims(B, T, S, false), L.q_act, d, L.kv_act, 2 * d, L.kv_act + d, 2 * d, L.cross_probs,
+                              g_x, d, g_wide, g_kv, g_kv + d);
+      linear_bwd(s, L.kv, enc_out, g_kv, src_rows, g_enc_tmp);
+      ops->add_forward(g_enc, g_enc_tmp, g_enc, mul(src_rows, d));
+      linear_bwd(s, L.q, L.y1, g_wide, rows, g_sub);
+      ops->add_forward(g_r, g_sub, g_y, mul(rows, d));
+      // Self-attention block.
+      residual_norm_bwd(s, L.ln1, L.r1, g_y, rows, L.mask1, L.m1, L.i1, g_r, g_sub);
+      linear_bwd(s, L.out, L.attn, g_sub, rows, g_x);
+      ops->attention_backward(dims(B, T, T, true), L.qkv_act, 3 * d, L.qkv_act + d, 3 * d, L.qkv_act + 2 * d, 3 * d,
+                              L.probs, g_x, d, g_wide, g_wide + d, g_wide + 2 * d);
+      linear_bwd(s, L.qkv, y_in, g_wide, rows, g_sub);
+      ops->add_forward(g_r, g_sub, g_y, mul(rows, d));
+      ready_views(L.first_view, L.end_view, ready);
+    }
+    embed_bwd(s, d_tgt_in, rows, y0_mask, g_y);
+
+    copy_within(dev, g_y, g_enc, mul(src_rows, d) * sizeof(float));
+    for (size_t li = enc.size(); li-- > 0;) {
+      EncoderLayer& L = enc[li];
+      const float* x_in = li == 0 ? x0 : enc[li - 1].x2;
+      residual_norm_bwd(s, L.ln2, L.r2, g_y, src_rows, L.mask2, L.m2, L.i2, g_r, g_sub);
+      linear_bwd(s, L.ffn2, L.h, g_sub, src_rows, g_wide);
+      ops->relu_backward(L.h, g_wide, g_wide, mul(src_rows, F));
+      linear_bwd(s, L.ffn1, L.x1, g_wide, src_rows, g_x);
+      ops->add_forward(g_r, g_x, g_y, mul(src_rows, d));
+      residual_norm_bwd(s, L.ln1, L.r1, g_y, src_rows, L.mask1, L.m1, L.i1, g_r, g_sub);
+      linear_bwd(s, L.out, L.attn, g_sub, src_rows, g_x);
+      ops->attention_backward(dims(B, S, S, false), L.qkv_act, 3 * d, L.qkv_act + d, 3 * d, L.qkv_act + 2 * d, 3 * d,
+                              L.probs, g_x, d, g_wide, g_wide + d, g_wide + 2 * d);
+      linear_bwd(s, L.qkv, x_in, g_wide, src_rows, g_sub);
+      ops->add_forward(g_r, g_sub, g_y, mul(src_rows, d));
+      ready_views(L.first_view, L.end_view, ready);
+    }
+    embed_bwd(s, d_src, src_rows, x0_mask, g_y);
+    if (ready) ready(embedding);
+    training = false;
+    return loss;
+  }
+
+  // Gradient of the (dropped-out) embedding output into the shared table.
+  void embed_bwd(ParamStore& s, const int32_t* tokens, int64_t rows, const uint8_t* mask, float* dout) {
+    const size_t count = mul(rows, d);
+    if (spec.dropout > 0.0f) ops->dropout_backward(dout, mask, count, spec.dropout, dout);
+    ops->token_embedding_backward(grad_ptr(s, embedding), d, tokens, static_cast<int>(rows),
+                                  std::sqrt(static_cast<float>(d)), dout);
+  }
+
+  // ---- decoding ----
+  void begin_decode(const ParamStore& s, const TranslationBatch& b, int beam) override {
+    const int B = b.batch, S = b.src_len;
+    MLPD_CHECK(B >= 1 && B <= spec.limits.max_eval_batch && S <= spec.limits.max_src_len &&
+                   beam >= 1 && beam <= spec.limits.max_beam,
+               "transformer decode batch larger than the model was built for");
+    training = false;
+    const Device dev = spec.device;
+    copy_to_device(dev, d_src, b.src.data(), b.src.size() * sizeof(int32_t));
+    copy_to_device(dev, d_src_len, b.src_lengths.data(), size_t(B) * sizeof(int32_t));
+    const float* enc_out = encoder_fwd(s, B, S, d_src, d_src_len);
+    dec_batch = B;
+    dec_beam = beam;
+    dec_rows = B * beam;
+    dec_src_len = S;
+    dec_cache_len = spec.limits.max_decode_len;
+    host_rows.resize(size_t(dec_rows));
+    std::vector<int32_t> exp_len(static_cast<size_t>(dec_rows));
+    for (int r = 0; r < dec_rows; ++r) {
+      host_rows[size_t(r)] = r / beam;
+      exp_len[size_t(r)] = b.src_lengths[size_t(r / beam)];
+    }
+    copy_to_device(dev, d_row_src, host_rows.data(), size_t(dec_rows) * sizeof(int32_t));
+    copy_to_device(dev, d_src_len_exp, exp_len.data(), size_t(dec_rows) * sizeof(int32_t));
+    // Each layer's cross keys and values, once per sentence, copied to its beam's rows.
+    for (DecoderLayer& L : dec) {
+      linear_fwd(s, L.kv, enc_out, int64_t(B) * S, L.kv_act);
+      ops->embedding_gather(L.kv_act, S * 2 * d, d_row_src, dec_rows, L.cross_kv, S * 2 * d);
+    }
+  }
+
+  void decode_step(const ParamStore& s, int step, const int32_t* last_tokens, const int32_t* parents, int rows,
+                   float* log_probs) override {
+    MLPD_CHECK(rows == dec_rows && step < dec_cache_len, "transformer decode step out of range");
+    const Device dev = spec.device;
+    const size_t block = mul(dec_cache_len, 2 * d);
+    if (step > 0) {
+      bool identity = true;
+      for (int r = 0; r < rows; ++r) identity = identity && parents[r] == r;
+      if (!identity)
+        for (DecoderLayer& L : dec) {
+          for (int r = 0; r < rows; ++r)
+            ops->copy_rows(L.cache + size_t(parents[r]) * block, 2 * d, step, 2 * d, L.cache_next + size_t(r) * block,
+                           2 * d);
+          std::swap(L.cache, L.cache_next);
+        }
+    }
+    copy_to_device(dev, d_tokens, last_tokens, size_t(rows) * sizeof(int32_t));
+    host_lens.assign(size_t(rows), step + 1);  // every row sees positions 0..step
+    copy_to_device(dev, d_self_len, host_lens.data(), size_t(rows) * sizeof(int32_t));
+    embed(s, d_tokens, rows, 1, step, nullptr, dec_y);
+    float* y = dec_y;
+    for (DecoderLayer& L : dec) {
+      linear_fwd(s, L.qkv, y, rows, dec_qkv);
+      ops->copy_rows(dec_qkv + d, 3 * d, rows, 2 * d, L.cache + size_t(step) * 2 * d, static_cast<int>(block));
+      ops->attention_forward(dims(rows, 1, dec_cache_len, false), dec_qkv, 3 * d, L.cache, 2 * d, L.cache + d, 2 * d,
+                             d_self_len, dec_probs, dec_attn, d);
+      linear_fwd(s, L.out, dec_attn, rows, dec_sub);
+      residual_norm_fwd(s, L.ln1, y, dec_sub, rows, nullptr, dec_r, dec_y1, dec_mean, dec_inv);
+      linear_fwd(s, L.q, dec_y1, rows, dec_qkv);
+      ops->attention_forward(dims(rows, 1, dec_src_len, false), dec_qkv, d, L.cross_kv, 2 * d, L.cross_kv + d, 2 * d,
+                             d_src_len_exp, dec_probs, dec_attn, d);
+      linear_fwd(s, L.cross_out, dec_attn, rows, dec_sub);
+      residual_norm_fwd(s, L.ln2, dec_y1, dec_sub, rows, nullptr, dec_r, y, dec_mean, dec_inv);
+      linear_fwd(s, L.ffn1, y, rows, dec_h);
+      ops->relu_forward(dec_h, dec_h, mul(rows, F));
+      linear_fwd(s, L.ffn2, dec_h, rows, dec_sub);
+      residual_norm_fwd(s, L.ln3, y, dec_sub, rows, nullptr, dec_r, dec_y1, dec_mean, dec_inv);
+      copy_within(dev, y, dec_y1, mul(rows, d) * sizeof(float));
+    }
+    ops->gemm(false, true, rows, V, d, 1.0f, y, d, param_ptr(s, embedding), d, 0.0f, logits, V);
+    const float* host = logits;
+    if (dev != Device::cpu) {
+      host_logits.resize(mul(rows, V));
+      copy_to_host(dev, host_logits.data(), logits, host_logits.size() * sizeof(float));
+      host = host_logits.data();
+    }
+    log_softmax_rows(host, rows, V, log_probs);
+  }
+
+  // ---- bookkeeping ----
+  void init_parameters(ParamStore& s, uint64_t seed) const override {
+    MLPD_CHECK(!on_device(s), "init_parameters writes the host buffers: call it before place_store_on");
+    uint64_t stream = 1;
+    auto fill_uniform = [&](size_t view, float bound) {
+      Rng r{seed, stream++};
+      float* p = s.params.data() + s.views[view].offset;
+      for (size_t i = 0; i < s.views[view].count; ++i) p[i] = bound * (2.0f * r.uniform() - 1.0f);
+    };
+    auto fill = [&](size_t view, float value) {
+      float* p = s.params.data() + s.views[view].offset;
+      std::fill(p, p + s.views[view].count, value);
+    };
+    // Embedding N(0, d^-1/2) (fairseq), the padding row zero.
+    {
+      Rng r{seed, stream++};
+      float* p = s.params.data() + s.views[embedding].offset;
+      const float sd = 1.0f / std::sqrt(static_cast<float>(d));
+      for (size_t i = 0; i < s.views[embedding].count; ++i) p[i] = sd * r.normal();
+      std::fill(p, p + d, 0.0f);
+    }
+    // Linear weights Xavier uniform, biases zero; layer norms gamma 1, beta 0.
+    auto init_linear = [&](const Linear& l) {
+      fill_uniform(l.w, std::sqrt(6.0f / static_cast<float>(l.in + l.out)));
+      fill(l.b, 0.0f);
+    };
+    auto init_norm = [&](const Norm& n) {
+      fill(n.gamma, 1.0f);
+      fill(n.beta, 0.0f);
+    };
+    for (const EncoderLayer& L : enc) {
+      for (const Linear* l : {&L.qkv, &L.out, &L.ffn1, &L.ffn2}) init_linear(*l);
+      for (const Norm* n : {&L.ln1, &L.ln2}) init_norm(*n);
+    }
+    for (const DecoderLayer& L : dec) {
+      for (const Linear* l : {&L.qkv, &L.out, &L.q, &L.kv, &L.cross_out, &L.ffn1, &L.ffn2}) init_linear(*l);
+      for (const Norm* n : {&L.ln1, &L.ln2, &L.ln3}) init_norm(*n);
+    }
+  }
+
+  std::string summary(const ParamStore& s) const override {
+    return "Transformer d_model " + std::to_string(d) + ", " + std::to_string(H) + " heads, ffn " +
+           std::to_string(F) + ", " + std::to_string(enc.size()) + "+" + std::to_string(dec.size()) +
+           " layers (post-norm), shared " + std::to_string(V) + "-token embedding, dropout " +
+           std::to_string(spec.dropout).substr(0, 4) + ", " + std::to_string(s.param_count) + " parameters";
+  }
+
+  double train_flops_per_token() const override {
+    const double dd = d, ff = F, vv = V;
+    const double enc_token = enc.size() * (2.0 * (4 * dd * dd + 2 * dd * ff));
+    const double dec_token = dec.size() * (2.0 * (6 * dd * dd + 2 * dd * ff)) + 2.0 * dd * vv;
+    const double cross_kv_per_src = dec.size() * 2.0 * 2 * dd * dd;
+    return 3.0 * (enc_token + dec_token + cross_kv_per_src) / 2.0;  // source and target tokens about equal
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamStore& store) {
+  if (spec.vocab < 4) throw UserError("transformer: the vocabulary needs at least the 4 special tokens");
+  if (spec.d_model < 2 || spec.d_model % 2 != 0) throw UserError("d_model must be even and >= 2", 2);
+  if (spec.heads < 1 || spec.d_model % spec.heads != 0) throw UserError("heads must divide d_model", 2);
+  if (spec.ffn_dim < 1 || spec.encoder_layers < 1 || spec.decoder_layers < 1)
+    throw UserError("ffn_dim, encoder_layers and decoder_layers must be positive", 2);
+  if (!(spec.dropout >= 0.0f && spec.dropout < 1.0f)) throw UserError("dropout must lie in [0, 1)", 2);
+  const Seq2SeqLimits& lim = spec.limits;
+  MLPD_CHECK(lim.max_batch >= 1 && lim.max_src_len >= 1 && lim.max_tgt_len >= 1 && lim.max_eval_batch >= 1 &&
+                 lim.max_beam >= 1 && lim.max_decode_len >= 1,
+             "transformer limits must be positive");
+  auto m = std::make_unique<Transformer>();
+  Transformer& t = *m;
+  t.spec = spec;
+  t.ops = &ops_for(spec.device);
+  t.buffers.device = spec.device;
+  t.d = spec.d_model;
+  t.H = spec.heads;
+  t.F = spec.ffn_dim;
+  t.V = spec.vocab;
+  const int d = t.d;
+  t.embedding = add_param(store, "shared_embedding", mul(t.V, d), ParamKind::weight);
+  for (int l = 0; l < spec.encoder_layers; ++l) {
+    const std::string n = "encoder" + std::to_string(l);
+    EncoderLayer L;
+    L.first_view = store.views.size();
+    L.qkv = t.linear(store, n + ".self_attn.qkv", d, 3 * d);
+    L.out = t.linear(store, n + ".self_attn.out", d, d);
+    L.ln1 = t.norm(store, n + ".self_attn_norm");
+    L.ffn1 = t.linear(store, n + ".ffn1", d, t.F);
+    L.ffn2 = t.linear(store, n + ".ffn2", t.F, d);
+    L.ln2 = t.norm(store, n + ".ffn_norm");
+    L.end_view = store.views.size();
+    t.enc.push_back(L);
+  }
+  for (int l = 0; l < spec.decoder_layers; ++l) {
+    const std::string n = "decoder" + std::to_string(l);
+    DecoderLayer L;
+    L.first_view = store.views.size();
+    L.qkv = t.linear(store, n + ".self_attn.qkv", d, 3 * d);
+    L.out = t.linear(store, n + ".self_attn.out", d, d);
+    L.ln1 = t.norm(store, n + ".self_attn_norm");
+    L.q = t.linear(store, n + ".cross_attn.q", d, d);
+    L.kv = t.linear(store, n + ".cross_attn.kv", d, 2 * d);
+    L.cross_out = t.linear(store, n + ".cross_attn.out", d, d);
+    L.ln2 = t.norm(store, n + ".cross_attn_norm");
+    L.ffn1 = t.linear(store, n + ".ffn1", d, t.F);
+    L.ffn2 = t.linear(store, n + ".ffn2", t.F, d);
+    L.ln3 = t.norm(store, n + ".ffn_norm");
+    L.end_view = store.views.size();
+    t.dec.push_back(L);
+  }
+
+  // Buffers, sized for the largest training batch and the largest decode batch.
+  const int B = lim.max_batch, S = lim.max_src_len, T = lim.max_tgt_len, H = t.H;
+  const int EB = std::max(B, lim.max_eval_batch);
+  const int64_t rs = int64_t(EB) * S, rt = int64_t(B) * T;
+  const int rows_dec = lim.max_eval_batch * lim.max_beam, TC = lim.max_decode_len;
+  const int64_t rmax = std::max({rs, rt, int64_t(rows_dec)});
+  const int wide = std::max(3 * d, t.F);
+  t.rows_src = rs;
+  t.rows_tgt = rt;
+  t.x0 = t.floats(mul(rs, d));
+  t.x0_mask = t.bytes(mul(rs, d));
+  t.y0 = t.floats(mul(rt, d));
+  t.y0_mask = t.bytes(mul(rt, d));
+  t.scratch = t.floats(mul(rmax, std::max(d, t.F)));
+  for (EncoderLayer& L : t.enc) {
+    L.qkv_act = t.floats(mul(rs, 3 * d));
+    L.probs = t.floats(mul(int64_t(EB) * H * S, S));
+    L.attn = t.floats(mul(rs, d));
+    L.r1 = t.floats(mul(rs, d));
+    L.x1 = t.floats(mul(rs, d));
+    L.m1 = t.floats(size_t(rs));
+    L.i1 = t.floats(size_t(rs));
+    L.h = t.floats(mul(rs, t.F));
+    L.r2 = t.floats(mul(rs, d));
+    L.x2 = t.floats(mul(rs, d));
+    L.m2 = t.floats(size_t(rs));
+    L.i2 = t.floats(size_t(rs));
+    L.mask1 = t.bytes(mul(rs, d));
+    L.mask2 = t.bytes(mul(rs, d));
+  }
+  for (DecoderLayer& L : t.dec) {
+    L.qkv_act = t.floats(mul(rt, 3 * d));
+    L.probs = t.floats(mul(int64_t(B) * H * T, T));
+    L.attn = t.floats(mul(rt, d));
+    L.r1 = t.floats(mul(rt, d));
+    L.y1 = t.floats(mul(rt, d));
+    L.m1 = t.floats(size_t(rt));
+    L.i1 = t.floats(size_t(rt));
+    L.q_act = t.floats(mul(rt, d));
+    L.kv_act = t.floats(mul(rs, 2 * d));
+    L.cross_probs = t.floats(mul(int64_t(B) * H * T, S));
+    L.cross_attn = t.floats(mul(rt, d));
+    L.r2 = t.floats(mul(rt, d));
+    L.y2 = t.floats(mul(rt, d));
+    L.m2 = t.floats(size_t(rt));
+    L.i2 = t.floats(size_t(rt));
+    L.h = t.floats(mul(rt, t.F));
+    L.r3 = t.floats(mul(rt, d));
+    L.y3 = t.floats(mul(rt, d));
+    L.m3 = t.floats(size_t(rt));
+    L.i3 = t.floats(size_t(rt));
+    L.mask1 = t.bytes(mul(rt, d));
+    L.mask2 = t.bytes(mul(rt, d));
+    L.mask3 = t.bytes(mul(rt, d));
+    L.cross_kv = t.floats(mul(int64_t(rows_dec) * S, 2 * d));
+    L.cache = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
+    L.cache_next = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
+  }
+  t.logits = t.floats(mul(std::max<int64_t>(rt, rows_dec), t.V));
+  t.dlogits = t.floats(mul(rt, t.V));
+  t.yv = t.floats(mul(rt, d));
+  t.dyv = t.floats(mul(rt, d));
+  t.g_y = t.floats(mul(rmax, d));
+  t.g_r = t.floats(mul(rmax, d));
+  t.g_sub = t.floats(mul(rmax, d));
+  t.g_x = t.floats(mul(rmax, d));
+  t.g_wide = t.floats(mul(rmax, wide));
+  t.g_kv = t.floats(mul(rs, 2 * d));
+  t.g_enc = t.floats(mul(rs, d));
+  t.g_enc_tmp = t.floats(mul(rs, d));
+  t.d_src = t.ints(size_t(rs));
+  t.d_src_len = t.ints(size_t(EB));
+  t.d_tgt_in = t.ints(size_t(rt));
+  t.d_tgt_len = t.ints(size_t(B));
+  t.d_vidx = t.ints(size_t(rt));
+  t.d_vlab = t.ints(size_t(rt));
+  t.d_tokens = t.ints(size_t(rows_dec));
+  t.d_self_len = t.ints(size_t(rows_dec));
+  t.d_src_len_exp = t.ints(size_t(rows_dec));
+  t.d_row_src = t.ints(size_t(rows_dec));
+  t.dec_y = t.floats(mul(rows_dec, d));
+  t.dec_qkv = t.floats(mul(rows_dec, 3 * d));
+  t.dec_probs = t.floats(mul(int64_t(rows_dec) * H, std::max(TC, S)));
+  t.dec_attn = t.floats(mul(rows_dec, d));
+  t.dec_sub = t.floats(mul(rows_dec, d));
+  t.dec_r = t.floats(mul(rows_dec, d));
+  t.dec_y1 = t.floats(mul(rows_dec, d));
+  t.dec_mean = t.floats(size_t(rows_dec));
+  t.dec_inv = t.floats(size_t(rows_dec));
+  t.dec_h = t.floats(mul(rows_dec, t.F));
+  t.vidx.reserve(size_t(rt));
+  t.vlab.reserve(size_t(rt));
+  return m;
+}
+
+}  // namespace mlpd
