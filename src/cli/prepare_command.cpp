@@ -26,11 +26,11 @@ void add_prepare_command(CLI::App& app, PrepareArgs& a) {
   c->add_option("--from-parallel", a.from_parallel,
                 "Translation (reference): the training corpus as two plain-text files, one sentence a line")
       ->expected(2)
-      ->type_name("SRC TGT");
+      ->type_name("FILE");
   c->add_option("--test-parallel", a.test_parallel,
                 "Translation: the held-out test pair of files (e.g. newstest2014); without it the split rule applies")
       ->expected(2)
-      ->type_name("SRC TGT");
+      ->type_name("FILE");
   c->add_option("--vocab-size", a.vocab_size, "Translation: BPE vocabulary size (0: 4000 at mini, 32000 at reference)")
       ->check(CLI::NonNegativeNumber);
   c->add_option("--output,-o", a.output, "Output HDF5 file (default <data-dir>/<benchmark>_<scale>.h5)");

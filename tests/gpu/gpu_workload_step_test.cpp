@@ -77,5 +77,10 @@ TEST_F(GpuWorkloadStep, ResnetMiniStepMatchesTheCpu) { expect_same_step("resnet"
 
 TEST_F(GpuWorkloadStep, NcfMiniStepMatchesTheCpu) { expect_same_step("ncf", {}); }
 
+// Dropout stays on: its masks are a function of (seed, element offset) on both devices.
+TEST_F(GpuWorkloadStep, TransformerMiniStepMatchesTheCpu) { expect_same_step("transformer", {"global_batch_size=32"}); }
+
+TEST_F(GpuWorkloadStep, GnmtMiniStepMatchesTheCpu) { expect_same_step("gnmt", {"global_batch_size=32"}); }
+
 }  // namespace
 }  // namespace mlpd

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+
+#include "core/check.h"
 
 #include "core/param_store.h"
 #include "mlperf/keys.h"
@@ -80,6 +83,44 @@ TEST(AdamOptimizer, HyperparamsFromNcfConfig) {
   EXPECT_TRUE(has_eps);
   cfg["opt_adam_beta_2"] = 1.0;
   EXPECT_THROW(read_hyperparams(cfg), std::exception);
+}
+
+}  // namespace
+
+namespace {
+
+// gnmt and transformer: the schedule keys, read and logged under closed_gnmt.yaml's names.
+TEST(AdamOptimizer, HyperparamsWithGnmtAndInverseSqrtSchedules) {
+  nlohmann::json cfg = {{"opt_name", "adam"}, {"opt_base_learning_rate", 0.002}, {"opt_adam_beta_1", 0.9},
+                        {"opt_adam_beta_2", 0.999}, {"opt_adam_epsilon", 1e-8}, {"lr_schedule", "gnmt"},
+                        {"opt_learning_rate_warmup_steps", 200}, {"opt_learning_rate_remain_steps", 1500},
+                        {"opt_learning_rate_decay_interval", 200}, {"opt_learning_rate_decay_steps", 4},
+                        {"opt_learning_rate_decay_factor", 0.5}, {"grad_clip_norm", 5.0}};
+  Hyperparams h = read_hyperparams(cfg);
+  EXPECT_EQ(h.schedule.decay, "gnmt");
+  EXPECT_FLOAT_EQ(h.optimizer.clip_norm, 5.0f);
+  EXPECT_DOUBLE_EQ(lr_at(h.schedule, 1500), 0.001);
+  std::set<std::string> logged;
+  for (const auto& [k, v] : hyperparam_log_entries(h)) logged.insert(k);
+  for (const char* k : {keys::kOptLearningRateWarmupSteps, keys::kOptLearningRateRemainSteps,
+                        keys::kOptLearningRateDecayInterval, keys::kOptLearningRateDecaySteps,
+                        keys::kOptLearningRateDecayFactor, keys::kOptLearningRateAltDecayFunc,
+                        keys::kOptLearningRateAltWarmupFunc})
+    EXPECT_TRUE(logged.count(k)) << k;
+  cfg["opt_learning_rate_decay_interval"] = 0;
+  EXPECT_THROW(read_hyperparams(cfg), UserError);
+  cfg["opt_learning_rate_decay_interval"] = 200;
+  cfg["lr_schedule"] = "cosine";
+  EXPECT_THROW(read_hyperparams(cfg), UserError);
+  cfg["lr_schedule"] = "inverse_sqrt";
+  h = read_hyperparams(cfg);
+  EXPECT_DOUBLE_EQ(lr_at(h.schedule, 199), 0.002);
+  logged.clear();
+  for (const auto& [k, v] : hyperparam_log_entries(h)) logged.insert(k);
+  EXPECT_TRUE(logged.count(keys::kOptLearningRateWarmupSteps));
+  EXPECT_FALSE(logged.count(keys::kOptLearningRateRemainSteps));
+  cfg["grad_clip_norm"] = -1.0;
+  EXPECT_THROW(read_hyperparams(cfg), UserError);
 }
 
 }  // namespace

@@ -84,3 +84,60 @@ TEST(Optimizer, LarsScalesByTrustRatio) {
   EXPECT_NEAR(s.params[0], 3.0f - 0.005f * 0.6f, 1e-7);
   EXPECT_NEAR(s.params[1], 4.0f - 0.005f * 0.8f, 1e-7);
 }
+
+// fairseq's inverse_sqrt: linear to base_lr at warmup_steps, then base_lr * sqrt(warmup / t).
+TEST(LrSchedule, InverseSqrtWarmsUpThenDecays) {
+  LrSchedule s;
+  s.decay = "inverse_sqrt";
+  s.base_lr = 0.001;
+  s.warmup_steps = 400;
+  EXPECT_DOUBLE_EQ(lr_at(s, 0), 0.001 / 400);
+  EXPECT_DOUBLE_EQ(lr_at(s, 199), 0.0005);
+  EXPECT_DOUBLE_EQ(lr_at(s, 399), 0.001);
+  EXPECT_NEAR(lr_at(s, 1599), 0.0005, 1e-15);  // sqrt(400 / 1600)
+}
+
+// MLPerf's GNMT: 0.01 * base at step 0 rising exponentially to base at warmup_steps, constant to
+// remain_steps, then one factor per decay_interval, at most decay_count times.
+TEST(LrSchedule, GnmtWarmupRemainAndDecays) {
+  LrSchedule s;
+  s.decay = "gnmt";
+  s.base_lr = 0.002;
+  s.warmup_steps = 100;
+  s.remain_steps = 1000;
+  s.decay_interval = 50;
+  s.decay_count = 3;
+  s.factor = 0.5;
+  EXPECT_NEAR(lr_at(s, 0), 0.00002, 1e-15);
+  EXPECT_NEAR(lr_at(s, 50), 0.0002, 1e-15);  // halfway in log space: base * 0.01^0.5
+  EXPECT_DOUBLE_EQ(lr_at(s, 100), 0.002);
+  EXPECT_DOUBLE_EQ(lr_at(s, 999), 0.002);
+  EXPECT_DOUBLE_EQ(lr_at(s, 1000), 0.001);
+  EXPECT_DOUBLE_EQ(lr_at(s, 1049), 0.001);
+  EXPECT_DOUBLE_EQ(lr_at(s, 1050), 0.0005);
+  EXPECT_DOUBLE_EQ(lr_at(s, 1100), 0.00025);
+  EXPECT_DOUBLE_EQ(lr_at(s, 100000), 0.00025);  // no more than decay_count decays
+}
+
+// Clipping scales the whole gradient to the norm when it is larger, and leaves it alone when not.
+TEST(Optimizer, ClipNormScalesTheGlobalGradient) {
+  for (const float clip : {1.0f, 100.0f}) {
+    ParamStore s;
+    add_param(s, "a", 2, ParamKind::weight);
+    add_param(s, "b", 1, ParamKind::bias);
+    finalize_params(s);
+    Optimizer o;
+    o.name = "sgd";
+    o.momentum = 0.0f;
+    o.clip_norm = clip;
+    init_optimizer(o, s);
+    const float g[3] = {3.0f, 0.0f, 4.0f};  // norm 5
+    s.grads[s.views[0].offset] = g[0];
+    s.grads[s.views[0].offset + 1] = g[1];
+    s.grads[s.views[1].offset] = g[2];
+    optimizer_step(o, s, 1.0f);
+    const float scale = clip < 5.0f ? clip / 5.0f : 1.0f;
+    EXPECT_FLOAT_EQ(s.params[s.views[0].offset], -g[0] * scale);
+    EXPECT_FLOAT_EQ(s.params[s.views[1].offset], -g[2] * scale);
+  }
+}

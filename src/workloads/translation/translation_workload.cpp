@@ -164,7 +164,7 @@ void TranslationWorkload::fill_source_batch(const int64_t* ids, int64_t n) {
 StepStats TranslationWorkload::train_step(int epoch, int64_t step, GradReady ready) {
   if (order_epoch != epoch) plan_epoch(epoch);
   const Slice sl = rank_slice_of_batch(step, facts.global_batch, rank, ranks);
-  fill_training_batch(order.data() + step * facts.global_batch + sl.begin, sl.count);
+  fill_training_batch(order.data() + sl.begin, sl.count);  // sl: positions in the epoch order
   const uint64_t counter = (static_cast<uint64_t>(static_cast<uint32_t>(epoch)) << 40) ^
                            (static_cast<uint64_t>(step) << 12) ^ static_cast<uint64_t>(rank);
   const uint64_t dropout_seed = rng_u64(spec.config.seed, kDropoutSeedStream, counter);
