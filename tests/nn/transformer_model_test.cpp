@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../kernels/grad_check.h"
+#include "tiny_translation_batch.h"
 #include "workloads/transformer/transformer_model.h"
 
 using namespace mlpd;
@@ -14,19 +15,7 @@ using namespace mlpd::test;
 
 namespace {
 
-// Three pairs of different lengths: sources 4, 2, 3 tokens; targets 2, 3, 1 tokens.
-TranslationBatch tiny_batch() {
-  TranslationBatch b;
-  b.batch = 3;
-  b.src_len = 4;
-  b.tgt_len = 4;
-  b.src = {5, 6, 7, 8, /**/ 9, 4, 0, 0, /**/ 10, 11, 5, 0};
-  b.src_lengths = {4, 2, 3};
-  b.tgt_in = {1, 7, 8, 0, /**/ 1, 9, 9, 10, /**/ 1, 12, 0, 0};
-  b.tgt_out = {7, 8, 2, 0, /**/ 9, 9, 10, 2, /**/ 12, 2, 0, 0};
-  b.tgt_lengths = {3, 4, 2};
-  return b;
-}
+TranslationBatch tiny_batch() { return tiny_translation_batch(); }
 
 struct TinyModel {
   ParamStore store;

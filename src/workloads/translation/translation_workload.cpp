@@ -207,7 +207,11 @@ EvalPartial TranslationWorkload::evaluate() {
     const std::vector<std::vector<int32_t>> best = beam_search(batch.batch, dm, opts);
     for (int64_t i = 0; i < n; ++i) {
       hyp = decode(data.bpe, best[static_cast<size_t>(i)]);
-      stats += sentence_bleu_stats(hyp, data.test.tgt_text[static_cast<size_t>(eval_order[first + static_cast<size_t>(i)])], bleu);
+      const auto pair = static_cast<size_t>(eval_order[first + static_cast<size_t>(i)]);
+      stats += sentence_bleu_stats(hyp, data.test.tgt_text[pair], bleu);
+      // --log-level debug: a sample of what the model says, beside what it should.
+      if (first + static_cast<size_t>(i) < 3 || (first + static_cast<size_t>(i)) % 200 == 0)
+        spdlog::debug("eval: {} => {} (reference: {})", data.test.src_text[pair], hyp, data.test.tgt_text[pair]);
     }
   }
   return {stats.to_vector(), {}};
