@@ -29,7 +29,7 @@ grad_clip_norm: 0
 eval_beam_size: 4
 eval_length_penalty: 0.6
 eval_batch_size: 32
-max_epochs: 20
+max_epochs: 14
 seed: 1
 )";
 
