@@ -5,6 +5,9 @@ same models, same global batches, same cores, in one run.
   python3 bench/translation_vs_torch.py --binary build/mlperf-dist --data-dir data \
       [--models transformer,gnmt] [--steps 20] [--warmup 3] [--set KEY=VALUE ...]
 
+Needs Debian's python3-torch and python3-h5py (apt-get install python3-torch python3-h5py; not
+installed by launch/install-deps: the test suite does not use them) and the prepared mini data.
+
 Ours: `mpirun -np N <binary> train --benchmark M --scale mini --max-steps warmup+steps
 --progress-seconds 0` for N = 1 and 2 (one OpenBLAS thread per rank, as the train command sets);
 its per-step lines (rank 0's step time and the step's global tokens/s) give the tokens/s of the
