@@ -159,7 +159,9 @@ TEST(Rcp, registered_rcps_are_ascending_and_cited) {
       }
       // A mini scale has one calibrated RCP (resnet, ncf) or none yet (gnmt, transformer: their
       // READMEs say so, and `check` on a folder reports the RCP test as not applicable).
-      if (s.name == "mini" && (name == "resnet" || name == "ncf")) EXPECT_EQ(s.rcps.size(), 1u) << name;
+      if (s.name == "mini" && (name == "resnet" || name == "ncf")) {
+        EXPECT_EQ(s.rcps.size(), 1u) << name;
+      }
       if (s.name == "mini" && !s.rcps.empty()) {
         ASSERT_EQ(s.rcps.size(), 1u) << name;
         std::vector<std::optional<double>> own(s.rcps[0].epochs.begin(), s.rcps[0].epochs.end());
