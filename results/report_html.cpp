@@ -14,7 +14,10 @@ table{border-collapse:collapse;margin:8px 0 16px}th,td{border:1px solid #ccc;pad
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.failed td{background:#fdecea}tr.dropped td{color:#888}section.benchmark{border-top:2px solid #888;margin-top:28px}
 code{background:#f6f6f6;padding:0 3px}figure{margin:8px 0}.note{color:#555;font-size:90%}
-ul.errors{color:#a11;font-size:90%})";
+ul.errors{color:#a11;font-size:90%}section.scale-study{border-top:2px solid #888;margin-top:28px}
+tr.oversubscribed td{background:#fff4d6}
+dl.scale-profile{display:grid;grid-template-columns:max-content auto;gap:2px 16px}
+dl.scale-profile dt{font-weight:bold}dl.scale-profile dd{margin:0;font-variant-numeric:tabular-nums})";
 
 std::string esc(const std::string& s) { return html_escape(s); }
 
@@ -28,13 +31,28 @@ std::string header_row(const std::vector<std::string>& names) {
   return s + "</tr>";
 }
 
-std::string key_of(const BenchmarkReport& b) {
+std::string key_text(const std::string& text) {
   std::string k;
-  for (char c : b.system + "-" + b.benchmark) {
+  for (char c : text) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
     k += ok ? c : '_';
   }
   return k;
+}
+
+std::string key_of(const BenchmarkReport& b) { return key_text(b.system + "-" + b.benchmark); }
+
+// Made unique by a "-2", "-3", ... suffix, in order.
+std::vector<std::string> unique_keys(const std::vector<std::string>& bases) {
+  std::vector<std::string> keys;
+  std::set<std::string> used;
+  for (const std::string& base : bases) {
+    std::string k = base;
+    for (int n = 2; used.count(k); ++n) k = base + "-" + std::to_string(n);
+    used.insert(k);
+    keys.push_back(k);
+  }
+  return keys;
 }
 
 std::string score_table(const BenchmarkReport& b, const std::string& key) {
@@ -166,20 +184,105 @@ std::string scaling_section(const BenchmarkReport& b, const std::string& key) {
   return s + "<figure>" + svg_line_plot(tp) + "</figure><figure>" + svg_line_plot(ep) + "</figure>";
 }
 
+std::string study_table(const ScaleStudy& st, const std::string& key) {
+  const ScaleTable t = scale_table(st);
+  std::string s = "<table class=\"scale-runs\" id=\"scale-runs-" + key + "\">" + header_row(t.columns);
+  for (size_t i = 0; i < st.runs.size(); ++i) {
+    const ScaleRun& r = st.runs[i];
+    s += "<tr class=\"scale-run" + std::string(r.oversubscribed ? " oversubscribed" : "") + "\" data-ranks=\"" +
+         std::to_string(r.ranks) + "\">";
+    for (size_t c = 0; c < t.columns.size(); ++c)
+      s += cell(t.rows[i][c], t.columns[c] == "status" || t.columns[c] == "note" ? "" : "num");
+    s += "</tr>";
+  }
+  return s + "</table>";
+}
+
+std::string study_profile(const ScaleStudy& st, const std::string& key) {
+  if (st.profile.empty()) return "<p class=\"note\">The file holds no model profile.</p>";
+  std::string s = "<dl class=\"scale-profile\" id=\"scale-profile-" + key + "\">";
+  for (const ProfileEntry& e : st.profile)
+    s += "<dt>" + esc(e.key) + "</dt><dd>" + esc(e.number ? short_number(*e.number, 6) : e.text) + "</dd>";
+  return s + "</dl>";
+}
+
+std::string study_section(const ScaleStudy& st, const std::string& key) {
+  bool any_oversubscribed = false;
+  for (const ScaleRun& r : st.runs) any_oversubscribed |= r.oversubscribed;
+  std::string s = "<section class=\"scale-study\" id=\"scale-" + key + "\"><h2>Scaling study: " + esc(scale_title(st)) +
+                  "</h2>\n";
+  s += "<p class=\"source\">From <code>" + esc(st.path) + "</code>: " + std::to_string(st.runs.size()) +
+       " rank count(s); " + std::to_string(st.cores_per_node) + " core(s) per node; gradient " +
+       esc(short_number(st.grad_bytes, 12)) + " bytes per rank per step. Times are means per step over ranks and the "
+       "steps after warm-up; efficiency is the throughput per rank relative to the fewest ranks' (100% is perfect " +
+       esc(st.mode) + " scaling); the model error is (predicted - measured) / measured.</p>\n";
+  s += study_table(st, key) + "\n";
+  if (any_oversubscribed)
+    s += "<p class=\"note\">Highlighted rows are oversubscribed: more ranks per node than its " +
+         std::to_string(st.cores_per_node) +
+         " core(s), so ranks share cores and their times say little about scaling.</p>\n";
+  LinePlot eff;
+  eff.id = "scale-efficiency-" + key;
+  eff.css_class = "scale-efficiency";
+  eff.title = "scaling efficiency vs ranks, " + scale_title(st);
+  eff.x_label = "ranks";
+  eff.y_label = "efficiency (%)";
+  eff.log2_x = true;
+  PlotSeries e{"efficiency", "scale-curve", "efficiency", {}, false};
+  PlotSeries measured{"measured", "scale-curve", "measured", {}, false};
+  PlotSeries predicted{"predicted (model)", "scale-curve", "predicted", {}, true};
+  StackedBarChart split{"scale-split-" + key, "scale-split", "where the step goes, per rank count (ms)",
+                        {"compute", "comm", "skew", "update"}, {}, 720};
+  for (const ScaleRun& r : st.runs) {
+    const double x = r.ranks;
+    if (r.efficiency) e.points.push_back({x, 100.0 * *r.efficiency});
+    measured.points.push_back({x, 1e3 * r.step_s});
+    if (r.predicted_step_s) predicted.points.push_back({x, 1e3 * *r.predicted_step_s});
+    split.bars.push_back({std::to_string(r.ranks) + (r.ranks == 1 ? " rank" : " ranks"),
+                          {1e3 * r.compute_s, 1e3 * r.comm_s, 1e3 * r.skew_s, 1e3 * r.other_s},
+                          short_number(1e3 * r.step_s) + " ms per step"});
+  }
+  eff.series = {e};
+  eff.rules = {{100.0, "ideal", "ideal"}};
+  LinePlot step = eff;
+  step.id = "scale-step-time-" + key;
+  step.css_class = "scale-step-time";
+  step.title = "measured and predicted step time vs ranks, " + scale_title(st);
+  step.y_label = "step (ms)";
+  step.series = {measured};
+  if (!predicted.points.empty()) step.series.push_back(predicted);
+  step.rules.clear();
+  s += "<h3>Efficiency</h3><figure>" + svg_line_plot(eff) + "</figure>\n";
+  s += "<h3>Where the step goes</h3><figure>" + svg_stacked_bars(split) + "</figure>\n";
+  s += "<h3>Measured vs predicted step time</h3><figure>" + svg_line_plot(step) + "</figure>\n";
+  s += "<h3>Model</h3>" + study_profile(st, key) + "</section>\n";
+  return s;
+}
+
 }  // namespace
 
 std::vector<std::string> section_keys(const Report& report) {
-  std::vector<std::string> keys;
-  std::set<std::string> used;
-  for (const BenchmarkReport& b : report.benchmarks) {
-    const std::string base = key_of(b);
-    std::string k = base;
-    for (int n = 2; used.count(k); ++n) k = base + "-" + std::to_string(n);
-    used.insert(k);
-    keys.push_back(k);
-  }
-  return keys;
+  std::vector<std::string> bases;
+  for (const BenchmarkReport& b : report.benchmarks) bases.push_back(key_of(b));
+  return unique_keys(bases);
 }
+
+std::vector<std::string> study_keys(const Report& report) {
+  std::vector<std::string> bases;
+  for (const ScaleStudy& st : report.studies) bases.push_back(key_text(st.benchmark + "-" + st.scale + "-" + st.mode));
+  return unique_keys(bases);
+}
+
+namespace {
+
+std::string studies_html(const Report& report) {
+  const std::vector<std::string> keys = study_keys(report);
+  std::string s;
+  for (size_t i = 0; i < report.studies.size(); ++i) s += study_section(report.studies[i], keys[i]);
+  return s;
+}
+
+}  // namespace
 
 std::string render_html(const Report& report) {
   const std::vector<std::string> keys = section_keys(report);
@@ -189,8 +292,10 @@ std::string render_html(const Report& report) {
                   esc(report.source) + "</title><style>" + kStyle + "</style></head><body>\n";
   s += "<h1>mlperf-dist report</h1><p class=\"source\">Results in <code>" + esc(report.source) +
        "</code>: " + std::to_string(report.benchmarks.size()) + " benchmark folder(s), " + std::to_string(runs) +
-       " run(s). Times are MLPerf's time to train (run_start to run_stop); a score is the olympic mean (the "
-       "fastest and slowest run dropped).</p>\n";
+       " run(s), " + std::to_string(report.studies.size()) +
+       " scaling study(ies). Times are MLPerf's time to train (run_start to run_stop); a score is the olympic mean "
+       "(the fastest and slowest run dropped).</p>\n";
+  if (report.benchmarks.empty()) return s + studies_html(report) + "</body></html>\n";
   s += "<table class=\"summary\" id=\"summary\">" + header_row({"System", "Benchmark", "Scale", "Runs", "Score"});
   for (size_t i = 0; i < report.benchmarks.size(); ++i) {
     const BenchmarkReport& b = report.benchmarks[i];
@@ -208,7 +313,7 @@ std::string render_html(const Report& report) {
     s += "<h3>Throughput and communication</h3>" + stats_figures(b, k) + "\n";
     s += scaling_section(b, k) + "</section>\n";
   }
-  return s + "</body></html>\n";
+  return s + studies_html(report) + "</body></html>\n";
 }
 
 }  // namespace mlpd

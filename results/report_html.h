@@ -10,8 +10,21 @@
 //   <svg class="throughput"> / <svg class="comm-share">  per run that logged its run summary
 //   <table class="scaling" id="scaling-K"> and <svg class="scaling-time"> / <svg class="scaling-efficiency">
 //                                            where runs were made at 2+ rank counts
-// and at the top a <table class="summary" id="summary"> with one <tr class="benchmark"> per folder.
-// Every string that comes from a log or a folder name is HTML-escaped.
+// and at the top a <table class="summary" id="summary"> with one <tr class="benchmark"> per folder
+// (left out when the directory holds scaling studies only).
+//
+// Then per scaling study (a scale.json) a <section class="scale-study" id="scale-S"> where S is
+// benchmark-scale-mode, reduced and made unique the same way, holding:
+//   <table class="scale-runs" id="scale-runs-S">  one <tr class="scale-run" data-ranks="N"> per rank
+//                                            count (class "scale-run oversubscribed" when its ranks
+//                                            per node exceed the cores per node); columns as
+//                                            scale_table gives them
+//   <svg class="scale-efficiency" id="scale-efficiency-S">  efficiency (%) vs ranks, log2 x
+//   <svg class="scale-split" id="scale-split-S">  per rank count a g.stacked-bar of four
+//                                            rect.segment: compute, comm, skew, update (ms)
+//   <svg class="scale-step-time" id="scale-step-time-S">  measured and predicted step (ms) vs ranks
+//   <dl class="scale-profile" id="scale-profile-S">  the file's "profile", key by key
+// Every string that comes from a log, a folder name or a scale.json is HTML-escaped.
 #pragma once
 #include <string>
 #include <vector>
@@ -25,5 +38,7 @@ std::string render_html(const Report& report);
 // The section keys of the report's benchmarks, in order (the K above): what ids a reader or a
 // test looks for.
 std::vector<std::string> section_keys(const Report& report);
+// The same for the report's scaling studies (the S above).
+std::vector<std::string> study_keys(const Report& report);
 
 }  // namespace mlpd

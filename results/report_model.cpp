@@ -1,7 +1,11 @@
 #include "results/report_model.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
+#include <system_error>
+
+#include "core/check.h"
 
 namespace mlpd {
 
@@ -89,11 +93,41 @@ BenchmarkReport make_benchmark_report(const BenchmarkResults& results, const Ben
   return b;
 }
 
+namespace {
+
+// Whether read_results would find a result file: in `dir`, <dir>/*/ or <dir>/*/*/ (its levels).
+bool holds_results_within_two_levels(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  if (holds_result_files(dir.string())) return true;
+  for (fs::directory_iterator a(dir, ec), end; !ec && a != end; a.increment(ec)) {
+    if (!a->is_directory(ec)) continue;
+    if (holds_result_files(a->path().string())) return true;
+    std::error_code ec2;
+    for (fs::directory_iterator b(a->path(), ec2); !ec2 && b != end; b.increment(ec2))
+      if (b->is_directory(ec2) && holds_result_files(b->path().string())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Report make_report(const std::string& dir, const BenchmarkLookup& lookup) {
   Report rep;
   rep.source = dir;
-  for (const BenchmarkResults& br : read_results(dir, lookup))
-    rep.benchmarks.push_back(make_benchmark_report(br, lookup));
+  for (const std::string& path : find_scale_files(dir)) rep.studies.push_back(read_scale_study(path));
+  const bool results = holds_results_within_two_levels(dir);
+  std::error_code ec;
+  if (rep.studies.empty() && !results && std::filesystem::is_directory(dir, ec))
+    throw UserError(dir + ": no result_<N>.txt files (looked in <dir>, <dir>/*/ and <dir>/*/*/) and no scale.json "
+                          "under it",
+                    2);
+  // Without a study, read_results says what else is wrong (not a directory); with one, a folder of
+  // studies alone is a report.
+  if (rep.studies.empty() || results)
+    for (const BenchmarkResults& br : read_results(dir, lookup))
+      rep.benchmarks.push_back(make_benchmark_report(br, lookup));
   return rep;
 }
 

@@ -1,7 +1,8 @@
 // What `mlperf-dist report` shows, as data: per benchmark folder of a results directory, what was
 // run (system, benchmark, scale), its MLPerf score (the olympic mean of time to train, or why
 // there is none), every run, and, where the runs were made at different rank counts, a scaling
-// table. The renderers (report_html, report_text) only format this; nothing here formats.
+// table; and every scaling study (a scale.json written by `mlperf-dist scale`) found under the
+// directory. The renderers (report_html, report_text) only format this; nothing here formats.
 //
 // Units: times in seconds (the renderers show minutes), comm share as a fraction (0..1),
 // throughput in the run's work unit per second (all ranks together).
@@ -12,6 +13,7 @@
 
 #include "mlperf/benchmark_spec.h"
 #include "mlperf/result_set.h"
+#include "results/scale_study.h"
 
 namespace mlpd {
 
@@ -46,12 +48,15 @@ struct BenchmarkReport {
 
 struct Report {
   std::string source;  // the directory given to `report`
-  std::vector<BenchmarkReport> benchmarks;
+  std::vector<BenchmarkReport> benchmarks;  // empty when the directory holds scaling studies only
+  std::vector<ScaleStudy> studies;          // by path
 };
 
 // One benchmark folder's report. `lookup` gives the spec by the name the runs' logs carry.
 BenchmarkReport make_benchmark_report(const BenchmarkResults& results, const BenchmarkLookup& lookup);
-// Reads `dir` (read_results: UserError, exit 2, when it holds no result file) and reports it.
+// Reads the result folders of `dir` (as read_results finds them) and every scale.json under it
+// (find_scale_files; `dir` may also be a scale.json itself). UserError (exit 2) when it holds
+// neither, or when a scale.json is malformed (read_scale_study).
 Report make_report(const std::string& dir, const BenchmarkLookup& lookup);
 
 // The scaling table of `runs` by their RunStats.ranks (runs without stats are left out); empty

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "results/format.h"
+#include "results/svg.h"
 
 namespace mlpd {
 
@@ -81,7 +82,8 @@ std::string csv_row(const std::vector<std::string>& fields) {
 
 std::string render_markdown(const Report& report) {
   std::string s = "# mlperf-dist report: " + md(report.source) + "\n\n";
-  s += md_header({"system", "benchmark", "scale", "division", "runs", "target", "score (min)", "note"});
+  if (!report.benchmarks.empty())
+    s += md_header({"system", "benchmark", "scale", "division", "runs", "target", "score (min)", "note"});
   for (const BenchmarkReport& b : report.benchmarks)
     s += md_row({b.system, b.benchmark, b.scale, b.division, runs_text(b), target_text(b),
                  b.score.valid ? minutes_text(b.score.mean_s) : "-", b.score.valid ? "olympic mean" : b.score.why});
@@ -104,6 +106,31 @@ std::string render_markdown(const Report& report) {
         s += md_row({std::to_string(row.ranks), std::to_string(row.runs), std::to_string(row.converged),
                      minutes_text(row.seconds) + (row.seconds && !row.olympic ? " (mean)" : ""),
                      row.efficiency ? percent_text(*row.efficiency) : "-"});
+    }
+  }
+  for (const ScaleStudy& st : report.studies) {
+    s += (report.benchmarks.empty() && &st == &report.studies.front() ? "" : "\n");
+    s += "## Scaling study: " + md(scale_title(st)) + "\n\n";
+    s += "From " + md(st.path) + ": " + std::to_string(st.cores_per_node) + " core(s) per node; gradient " +
+         short_number(st.grad_bytes, 12) + " bytes per rank per step; ms per step (means over ranks and the steps "
+         "after warm-up).\n\n";
+    const ScaleTable t = scale_table(st);
+    s += md_header(t.columns);
+    for (const std::vector<std::string>& row : t.rows) s += md_row(row);
+    for (const ScaleRun& r : st.runs)
+      if (r.oversubscribed) {
+        s += "\nOversubscribed: more ranks per node than the " + std::to_string(st.cores_per_node) +
+             " core(s); their times say little about scaling.\n";
+        break;
+      }
+    if (!st.profile.empty()) {
+      s += "\nModel:";
+      for (size_t i = 0; i < st.profile.size(); ++i) {
+        const ProfileEntry& e = st.profile[i];
+        const std::string value = e.number ? short_number(*e.number, 6) : e.text;
+        s.append(i ? ", " : " ").append(md(e.key)).append(" ").append(md(value));
+      }
+      s += "\n";
     }
   }
   return s;
@@ -234,6 +261,39 @@ json report_json(const Report& report) {
                          {"throughput", opt(row.throughput)}});
     jb["scaling"] = std::move(scaling);
     out["benchmarks"].push_back(std::move(jb));
+  }
+  out["scale_studies"] = json::array();
+  for (const ScaleStudy& st : report.studies) {
+    json runs = json::array();
+    for (const ScaleRun& r : st.runs)
+      runs.push_back({{"ranks", r.ranks},
+                      {"ranks_per_node", r.ranks_per_node},
+                      {"global_batch", r.global_batch},
+                      {"work_unit", r.work_unit},
+                      {"step_s", r.step_s},
+                      {"compute_s", r.compute_s},
+                      {"comm_s", r.comm_s},
+                      {"skew_s", r.skew_s},
+                      {"other_s", r.other_s},
+                      {"throughput", r.throughput},
+                      {"efficiency", opt(r.efficiency)},
+                      {"predicted_step_s", opt(r.predicted_step_s)},
+                      {"error", opt(r.error)},
+                      {"status", r.status},
+                      {"time_to_train_s", opt(r.time_to_train_s)},
+                      {"oversubscribed", r.oversubscribed}});
+    json profile = json::object();
+    for (const ProfileEntry& e : st.profile) profile[e.key] = e.number ? json(*e.number) : json(e.text);
+    out["scale_studies"].push_back({{"path", st.path},
+                                    {"benchmark", st.benchmark},
+                                    {"scale", st.scale},
+                                    {"mode", st.mode},
+                                    {"steps", st.steps},
+                                    {"to_target", st.to_target},
+                                    {"cores_per_node", st.cores_per_node},
+                                    {"grad_bytes", st.grad_bytes},
+                                    {"runs", std::move(runs)},
+                                    {"profile", std::move(profile)}});
   }
   return out;
 }

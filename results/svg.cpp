@@ -240,4 +240,52 @@ std::string svg_bar_chart(const BarChart& chart) {
   return s;
 }
 
+std::string svg_stacked_bars(const StackedBarChart& chart) {
+  size_t longest = 0;
+  for (const auto& b : chart.bars) longest = std::max(longest, b.label.size());
+  const double label_w =
+      std::clamp(7.0 * static_cast<double>(longest) + 16.0, 110.0, std::max(110.0, chart.width / 2.0));
+  const double text_w = 150.0, row_h = 22.0, legend_h = 24.0, top = 6.0;
+  const double bar_w = std::max(chart.width - label_w - text_w, 50.0);
+  const double height = top * 2 + legend_h + row_h * static_cast<double>(chart.bars.size());
+  auto part = [](double v) { return std::isfinite(v) && v > 0.0 ? v : 0.0; };
+  double max = 0.0;
+  for (const StackedBar& b : chart.bars) {
+    double sum = 0.0;
+    for (double v : b.parts) sum += part(v);
+    if (std::isfinite(sum)) max = std::max(max, sum);
+  }
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" + html_escape(chart.id) + "\" class=\"" +
+                  html_escape(chart.css_class) + "\" width=\"" + std::to_string(chart.width) + "\" height=\"" +
+                  px(height) + "\" viewBox=\"0 0 " + std::to_string(chart.width) + " " + px(height) +
+                  "\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\">";
+  s += "<title>" + html_escape(chart.title) + "</title>";
+  // The legend: a swatch and a label per part, left to right (about 7 px a character).
+  double lx = label_w;
+  for (size_t i = 0; i < chart.part_labels.size(); ++i) {
+    s += "<g class=\"legend\"><rect x=\"" + px(lx) + "\" y=\"" + px(top + 4) + "\" width=\"12\" height=\"12\" fill=\"" +
+         series_colour(i) + "\"/><text x=\"" + px(lx + 16) + "\" y=\"" + px(top + 14) + "\">" +
+         html_escape(chart.part_labels[i]) + "</text></g>";
+    lx += 16.0 + 7.0 * static_cast<double>(chart.part_labels[i].size()) + 18.0;
+  }
+  for (size_t i = 0; i < chart.bars.size(); ++i) {
+    const StackedBar& b = chart.bars[i];
+    const double y = top + legend_h + row_h * static_cast<double>(i);
+    s += "<g class=\"stacked-bar\"><text x=\"" + px(label_w - 8) + "\" y=\"" + px(y + 15) + "\" text-anchor=\"end\">" +
+         html_escape(b.label) + "</text>";
+    double x = label_w;
+    for (size_t k = 0; k < b.parts.size(); ++k) {
+      const double w = max > 0.0 ? part(b.parts[k]) / max * bar_w : 0.0;
+      const std::string name = k < chart.part_labels.size() ? chart.part_labels[k] : "part " + std::to_string(k);
+      s += "<rect class=\"segment\" data-part=\"" + std::to_string(k) + "\" x=\"" + px(x) + "\" y=\"" + px(y + 3) +
+           "\" width=\"" + px(w) + "\" height=\"" + px(row_h - 6) + "\" fill=\"" + series_colour(k) + "\"><title>" +
+           html_escape(name + ": " + short_number(b.parts[k])) + "</title></rect>";
+      x += w;
+    }
+    s += "<text x=\"" + px(x + 6) + "\" y=\"" + px(y + 15) + "\">" + html_escape(b.text) + "</text></g>";
+  }
+  s += "</svg>";
+  return s;
+}
+
 }  // namespace mlpd

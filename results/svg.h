@@ -1,5 +1,5 @@
-// Markup for the report page: HTML escaping and the two figures it draws, as inline SVG strings
-// (a line plot and a horizontal bar chart). Drawn here rather than by a JS library so the page is
+// Markup for the report page: HTML escaping and the figures it draws, as inline SVG strings
+// (a line plot, a horizontal bar chart and a stacked horizontal bar chart). Drawn here rather than by a JS library so the page is
 // one file that opens without network access and renders the same in any browser.
 //
 // Every text given here (titles, labels, legend entries) may come from a log: it is escaped here.
@@ -66,5 +66,23 @@ struct BarChart {
 };
 // One <rect class="bar"> per bar, in the order given.
 std::string svg_bar_chart(const BarChart& chart);
+
+// Bars split into parts (a step's compute, comm, ...): part i of every bar has colour i.
+struct StackedBar {
+  std::string label;          // left of the bar
+  std::vector<double> parts;  // by part; negative or non-finite parts are drawn as 0
+  std::string text;           // right of the bar
+};
+
+struct StackedBarChart {
+  std::string id, css_class, title;
+  std::vector<std::string> part_labels;  // the legend, above the bars
+  std::vector<StackedBar> bars;
+  int width = 720;
+};
+// A legend row, then per bar one <g class="stacked-bar"> holding one <rect class="segment"
+// data-part="i"> per part, each with a <title> (its label and value) for a tooltip. The longest
+// bar's sum spans the full width.
+std::string svg_stacked_bars(const StackedBarChart& chart);
 
 }  // namespace mlpd

@@ -56,6 +56,10 @@ int main_entry(int argc, char** argv) {
   add_comm_bench_command(app, comm_bench);
   ScoreArgs score;
   add_score_command(app, score);
+  ScaleArgs scale;
+  add_scale_command(app, scale);
+  PlanArgs plan;
+  add_plan_command(app, plan);
   app.add_subcommand("list", "Print the registered workloads, one per line: name, then its scales (for scripts)");
 
   // CLI11 would say only "a subcommand is required" for a misspelt one: name it.
@@ -93,6 +97,8 @@ int main_entry(int argc, char** argv) {
     if (app.got_subcommand("report")) return run_report_command(report);
     if (app.got_subcommand("rules")) return run_rules_command(rules);
     if (app.got_subcommand("score")) return run_score_command(score);
+    if (app.got_subcommand("scale")) return run_scale_command(scale, global, argv[0]);
+    if (app.got_subcommand("plan")) return run_plan_command(plan);
     if (app.got_subcommand("list")) {
       for (const WorkloadEntry* e : workload_entries()) {
         std::string line = e->spec.name;

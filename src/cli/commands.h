@@ -107,6 +107,52 @@ struct ScoreArgs {
 void add_score_command(CLI::App& app, ScoreArgs& a);
 int run_score_command(const ScoreArgs& a);
 
+// plan: predicted time-to-train against global batch at N ranks, from the scaling model in
+// src/scaling/ (owned by plan_command.cpp; fields may grow).
+struct PlanArgs {
+  std::string benchmark;           // "" : the --profile file's, else resnet
+  std::string scale;               // "" : the --profile file's, else reference
+  int ranks = 0;
+  std::string network;             // 100g|200g|400g|host; "" : host with --profile, else 200g
+  std::string intra;               // nvlink3|nvlink4|host; "" : the device's (a100: nvlink3), host with --profile
+  std::string device_profile = "a100";  // published compute figure (src/scaling/device.cpp)
+  std::string profile;             // scale.json from `mlperf-dist scale` (its "profile")
+  std::vector<int64_t> batches;    // candidates; empty: default_batches
+  int ranks_per_node = 0;          // 0: 8 (DGX) on presets, the profile's cores on host
+  int max_per_rank_batch = 256;
+  std::string algo = "auto";       // auto|ring|tree|hierarchical|allgather
+  double overlap = -1;             // -1: the profile's (device figure: 0)
+  double compute_cv = -1;          // -1: the profile's (device figure: 0)
+  double wire_bytes = 4;           // bytes per gradient element on the wire (device figure)
+  double alpha_inter_us = -1, gbps_inter = -1, efficiency_inter = -1;  // -1: the preset's
+  double alpha_intra_us = -1, gbps_intra = -1, efficiency_intra = -1;
+  std::string json;                // --json FILE
+};
+void add_plan_command(CLI::App& app, PlanArgs& a);
+int run_plan_command(const PlanArgs& a);
+
+// scale: strong or weak scaling over rank counts (each launched under mpirun), the step split
+// into compute / communication / skew, the cost model fitted and its error per point.
+struct ScaleArgs {
+  std::string benchmark = "ncf";
+  std::string scale = "mini";
+  std::vector<int> ranks = {1, 2, 4};
+  bool weak = false;
+  bool strong = false;
+  int64_t steps = 30;
+  bool to_target = false;
+  std::string data_dir = "data";
+  std::string output_dir = "scale-results";
+  std::string launcher;                 // "" : mpirun (or srun inside a Slurm allocation)
+  std::vector<std::string> sets;
+  std::string device = "cpu";
+  int64_t per_rank_batch = 0;           // weak: 0 = configured global batch / largest rank count
+  int cores_per_node = 0;               // 0: this machine's
+  bool no_comm_bench = false;
+};
+void add_scale_command(CLI::App& app, ScaleArgs& a);
+int run_scale_command(const ScaleArgs& a, const GlobalArgs& g, const char* argv0);
+
 // "resnet, ncf": the registry's workloads, for help texts.
 std::string workload_list_text();
 // The whole program: every command reads the registry (register extra workloads before calling).

@@ -15,17 +15,20 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   auto* c = app.add_subcommand(
       "report",
       "Summarize a results folder: per benchmark its score (olympic mean of time to train), every run, its quality "
-      "curve, throughput, communication share and, across rank counts, scaling");
+      "curve, throughput, communication share and, across rank counts, scaling; and every scaling study (scale.json "
+      "from `mlperf-dist scale`) under it");
   c->footer(
       "DIR may be a results root (DIR/<system>/<benchmark>/result_N.txt), one system's folder or one benchmark's "
-      "folder. Every log is checked as `check` does; a failed log is shown, never counted.\n"
+      "folder. Every log is checked as `check` does; a failed log is shown, never counted. Every scale.json under DIR\n"
+      "(at any depth; DIR may be a `scale` output folder or a scale.json) adds a scaling study: its table per rank\n"
+      "count, efficiency, the step's split and the model's prediction.\n"
       "Examples:\n"
       "  mlperf-dist report results/ -o report.html     # one self-contained page (tables, SVG plots)\n"
       "  mlperf-dist report results/                    # markdown summary on stdout\n"
       "  mlperf-dist report results/ --format csv -o summary.csv\n"
-      "Exit codes: 0 written; 2 usage error, or DIR holds no result_N.txt; 1 the output could not be written, or an\n"
-      "internal error.");
-  c->add_option("dir", a.dir, "The results folder")->required();
+      "Exit codes: 0 written; 2 usage error, DIR holds neither a result_N.txt nor a scale.json, or a scale.json is\n"
+      "malformed; 1 the output could not be written, or an internal error.");
+  c->add_option("dir", a.dir, "The results folder (or a scale output folder)")->required();
   c->add_option("-o,--output", a.output, "Write here (atomically) instead of stdout");
   c->add_option("--format,-f", a.format, "html, md, csv or json (default: html with -o, else md)")
       ->check(CLI::IsMember({"html", "md", "csv", "json"}));
@@ -51,8 +54,8 @@ int run_report_command(const ReportArgs& a) {
   write_file_atomically(a.output, text.data(), text.size());
   size_t runs = 0;
   for (const BenchmarkReport& b : report.benchmarks) runs += b.runs.size();
-  std::fprintf(stderr, "report: %zu benchmark folder(s), %zu run(s) -> %s\n", report.benchmarks.size(), runs,
-               a.output.c_str());
+  std::fprintf(stderr, "report: %zu benchmark folder(s), %zu run(s), %zu scaling study(ies) -> %s\n",
+               report.benchmarks.size(), runs, report.studies.size(), a.output.c_str());
   return kExitSuccess;
 }
 

@@ -120,6 +120,9 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
       ->check(CLI::ExistingDirectory);
   c->add_option("--trace", o.trace_path, "Write a Chrome trace JSON (per-view backward, bucket allreduces) to this file");
   c->add_option("--trace-steps", o.trace_steps, "Steps recorded in the trace (from the first)")->capture_default_str();
+  c->add_option("--step-stats", o.step_stats,
+                "Write where step time went (compute, exposed communication, skew, update; means over ranks and "
+                "steps after warm-up) as JSON to this file: what `mlperf-dist scale` reads");
   c->add_flag("--mllog-stdout", o.mllog_stdout,
               "Also echo every MLLOG line to stdout (as MLPerf's reference scripts print them, for log collectors)");
   c->add_flag("--print-config", a.print_config, "Print the resolved config (after rules) and exit");
@@ -149,7 +152,8 @@ int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv) 
   const int failed = agree_on_setup(w, [&] {
     init_logging(w.rank, g.log_level);
     check_path_component("--system", a.opts.system);
-    check_aux_outputs({{"--loss-log", a.opts.loss_log}, {"--dump-params", a.opts.dump_params}, {"--trace", a.opts.trace_path}});
+    check_aux_outputs({{"--loss-log", a.opts.loss_log}, {"--dump-params", a.opts.dump_params}, {"--trace", a.opts.trace_path},
+                       {"--step-stats", a.opts.step_stats}});
     run = resolve_run(a.opts.run, w.rank, w.size);
   });
   if (failed) {

@@ -16,6 +16,10 @@ struct StepOutcome {
   double loss = 0.0;          // global mean loss of the step (loss_sum / loss_weight over ranks)
   double work = 0.0;          // global work of the step, in the workload's unit
   double comm_seconds = 0.0;  // time waiting for the gradient allreduce after backward
+  double compute_seconds = 0.0;  // zero grads .. this rank's backward done
+  double other_seconds = 0.0;    // optimizer step and the loss allreduce
+  double comm_busy_seconds = 0.0;  // first bucket submitted .. last completed (needs record_spans)
+  double comm_bytes = 0.0;         // bytes the step's recorded spans carried
   bool stop_requested = false;  // some rank got a stop signal (train/stop_signal.h): all agree
 };
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "comm/collectives.h"
@@ -22,6 +23,7 @@
 #include "train/evaluate.h"
 #include "train/checkpoint.h"
 #include "train/step.h"
+#include "train/step_stats.h"
 #include "train/stop_signal.h"
 
 namespace mlpd {
@@ -165,6 +167,9 @@ class TrainLoop final : public LoopServices {
     ++window_steps_;
     window_work_ += so.work;
     if (loss_log_) loss_log_->write(fmt::format("{} {:a}\n", step_, so.loss));
+    if (!opts_.step_stats.empty() && step_times_.size() < kMaxStepTimes)
+      step_times_.push_back(
+          {so.compute_seconds, so.comm_seconds, so.other_seconds, so.comm_busy_seconds, so.work, so.comm_bytes});
     position_ = {epoch, b + 1, step_};
     if (so.stop_requested) {
       spdlog::warn("stop requested by a signal: ending after step {}", step_);
@@ -268,6 +273,8 @@ class TrainLoop final : public LoopServices {
     r.mean_step_ms = step_ > 0 ? 1000.0 * step_seconds_ / static_cast<double>(step_) : 0.0;
   }
 
+  const std::vector<StepTimes>& step_times() const { return step_times_; }
+
  private:
   World& w_;
   const ResolvedRun& run_;
@@ -293,6 +300,8 @@ class TrainLoop final : public LoopServices {
   Clock::time_point last_print_ = Clock::now();
   double window_loss_ = 0.0, window_seconds_ = 0.0, window_work_ = 0.0;
   int64_t window_steps_ = 0;
+  static constexpr size_t kMaxStepTimes = 1 << 20;  // 40 MB per rank at most
+  std::vector<StepTimes> step_times_;
 };
 
 }  // namespace
@@ -305,6 +314,7 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
     trace->mark_s = t0;
     trace->first_in_step = true;
   }
+  take_spans(comm);  // spans from before the step (evaluation's collectives) are not this step's
   zero_grads(wl.store);
   grads_begin_step(comm);
   GradRouting routing{&comm, &wl.store, trace};
@@ -313,6 +323,7 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   StepOutcome o;
   grads_finish_step(comm, wl.store, wl.sparse_rows);
   const double t_comm_done = MPI_Wtime();
+  o.compute_seconds = t_backward_done - t0;
   o.comm_seconds = t_comm_done - t_backward_done;
   optimizer_step(opt, wl.store, lr);
   // The global mean loss: exact and identical on every rank (so every rank agrees to stop on NaN).
@@ -322,21 +333,48 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   o.loss = sums[0] / sums[1];
   o.work = sums[2];
   o.stop_requested = sums[3] > 0.0;
+  const double t_end = MPI_Wtime();
+  o.other_seconds = t_end - t_comm_done;
+  const std::vector<CommSpan> spans = take_spans(comm);  // also keeps the span buffer bounded
+  if (!spans.empty()) {
+    double first = spans[0].start_s, last = spans[0].end_s;
+    for (const CommSpan& sp : spans) {
+      first = std::min(first, sp.start_s);
+      last = std::max(last, sp.end_s);
+      o.comm_bytes += static_cast<double>(sp.bytes);
+    }
+    o.comm_busy_seconds = last - first;
+  }
   if (tracing) {
-    const double t_end = MPI_Wtime();
-    for (const CommSpan& sp : take_spans(comm))
+    for (const CommSpan& sp : spans)
       trace_add(*trace, {sp.name + " bucket " + std::to_string(sp.bucket), "comm", sp.start_s, sp.end_s, 1, sp.bytes});
     trace_add(*trace, {"wait for buckets", "comm", t_backward_done, t_comm_done, 0, 0});
     trace_add(*trace, {"optimizer + loss allreduce", "optimizer", t_comm_done, t_end, 0, 0});
     trace_add(*trace, {"step " + std::to_string(trace->steps_traced + 1), "step", t0, t_end, 2, 0});
     ++trace->steps_traced;
-  } else if (trace) {
-    take_spans(comm);  // keep the communicator's span buffer bounded
   }
   return o;
 }
 
 namespace {
+
+void write_step_stats(const World& w, const ResolvedRun& run, const TrainOptions& opts, const TrainResult& r,
+                      const Workload& wl, const std::vector<StepTimes>& mine) {
+  int ranks_per_node = w.local_size;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ranks_per_node, 1, MPI_INT, MPI_MAX, w.comm));
+  const auto all = gather_step_times(w, mine);
+  if (w.rank != 0) return;
+  const StepStatsSummary s =
+      summarize_step_times(all, ranks_per_node, warmup_steps_to_skip(static_cast<int64_t>(mine.size())));
+  nlohmann::json extra = {{"benchmark", run.entry->spec.name}, {"scale", run.scale},
+                          {"device", device_name(run.device)}, {"status", r.status},
+                          {"time_to_train_s", r.time_to_train_s}, {"epochs", r.epochs},
+                          {"configured_global_batch", run.run.global_batch}, {"work_unit", r.work_unit},
+                          {"grad_bytes", wl.store.grads.size() * sizeof(float)}, {"nodes", w.nodes}};
+  const std::string text = step_stats_json(s, extra.dump());
+  write_file_atomically(opts.step_stats, text.data(), text.size());
+  spdlog::info("step stats: {} step(s) of {} rank(s) in {}", s.steps, w.size, opts.step_stats);
+}
 
 // The run itself. `log`, `built` and `run_started` belong to the caller, so that on a failure they
 // are still alive while the caller ends the job.
@@ -363,7 +401,7 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   mllog_start(log, keys::kInitStart);
 
   CommConfig comm_cfg = opts.comm;
-  comm_cfg.record_spans = !opts.trace_path.empty();
+  comm_cfg.record_spans = !opts.trace_path.empty() || !opts.step_stats.empty();
   built = build_run(w, run, comm_cfg);
   Workload& wl = *built.workload;
   if (run.device != Device::cpu) spdlog::info("device: {}", built.device.description);
@@ -435,6 +473,7 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
       spdlog::info("trace: {} step(s) of {} rank(s) in {}", trace.steps_traced, w.size, trace.path);
     }
   }
+  if (!opts.step_stats.empty()) write_step_stats(w, run, opts, r, wl, loop.step_times());
   download_store(wl.store);
   if (rank0 && !opts.dump_params.empty())
     write_file_atomically(opts.dump_params, wl.store.params.data(), wl.store.params.size() * sizeof(float));

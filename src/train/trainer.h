@@ -23,6 +23,7 @@ struct TrainOptions {
   std::string resume_dir;             // continue from this directory's latest checkpoint
   std::string trace_path;             // Chrome trace JSON of the first trace_steps steps
   int trace_steps = 5;
+  std::string step_stats;             // JSON: where step time went (train/step_stats.h), for `scale`
   // Test and study hooks; each one that changes the result marks the run as not a result.
   int64_t max_steps = 0;              // stop after this many steps (status aborted)
   double test_target = 0.0;           // > 0: replace the target; the log says division open

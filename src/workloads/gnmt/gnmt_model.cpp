@@ -499,15 +499,11 @@ struct Gnmt final : Seq2Seq {
 }  // namespace
 
 std::unique_ptr<Seq2Seq> build_gnmt(const GnmtSpec& spec, ParamStore& store) {
-  if (spec.vocab < 4) throw UserError("gnmt: the vocabulary needs at least the 4 special tokens");
+  check_seq2seq_spec("gnmt", spec.vocab, spec.limits, spec.dropout);
+  const Seq2SeqLimits& lim = spec.limits;
   if (spec.hidden < 1) throw UserError("gnmt: hidden must be positive", 2);
   if (spec.encoder_layers < 2 || spec.decoder_layers < 2)
     throw UserError("gnmt: encoder_layers and decoder_layers must be at least 2", 2);
-  if (!(spec.dropout >= 0.0f && spec.dropout < 1.0f)) throw UserError("gnmt: dropout must lie in [0, 1)", 2);
-  const Seq2SeqLimits& lim = spec.limits;
-  MLPD_CHECK(lim.max_batch >= 1 && lim.max_src_len >= 1 && lim.max_tgt_len >= 1 && lim.max_eval_batch >= 1 &&
-                 lim.max_beam >= 1 && lim.max_decode_len >= 1,
-             "gnmt limits must be positive");
   auto m = std::make_unique<Gnmt>();
   Gnmt& g = *m;
   g.spec = spec;

@@ -442,16 +442,12 @@ struct Transformer final : Seq2Seq {
 }  // namespace
 
 std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamStore& store) {
-  if (spec.vocab < 4) throw UserError("transformer: the vocabulary needs at least the 4 special tokens");
-  if (spec.d_model < 2 || spec.d_model % 2 != 0) throw UserError("d_model must be even and >= 2", 2);
-  if (spec.heads < 1 || spec.d_model % spec.heads != 0) throw UserError("heads must divide d_model", 2);
-  if (spec.ffn_dim < 1 || spec.encoder_layers < 1 || spec.decoder_layers < 1)
-    throw UserError("ffn_dim, encoder_layers and decoder_layers must be positive", 2);
-  if (!(spec.dropout >= 0.0f && spec.dropout < 1.0f)) throw UserError("dropout must lie in [0, 1)", 2);
+  check_seq2seq_spec("transformer", spec.vocab, spec.limits, spec.dropout);
   const Seq2SeqLimits& lim = spec.limits;
-  MLPD_CHECK(lim.max_batch >= 1 && lim.max_src_len >= 1 && lim.max_tgt_len >= 1 && lim.max_eval_batch >= 1 &&
-                 lim.max_beam >= 1 && lim.max_decode_len >= 1,
-             "transformer limits must be positive");
+  if (spec.d_model < 2 || spec.d_model % 2 != 0) throw UserError("transformer: d_model must be even and >= 2", 2);
+  if (spec.heads < 1 || spec.d_model % spec.heads != 0) throw UserError("transformer: heads must divide d_model", 2);
+  if (spec.ffn_dim < 1 || spec.encoder_layers < 1 || spec.decoder_layers < 1)
+    throw UserError("transformer: ffn_dim, encoder_layers and decoder_layers must be positive", 2);
   auto m = std::make_unique<Transformer>();
   Transformer& t = *m;
   t.spec = spec;

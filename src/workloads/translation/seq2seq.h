@@ -38,6 +38,10 @@ struct Seq2SeqLimits {
   int max_decode_len = 1;   // decoder steps, eos included
 };
 
+// What every translation model checks of its vocabulary, limits and dropout before building:
+// UserError naming `model` (exit 2 for what a config sets).
+void check_seq2seq_spec(const char* model, int vocab, const Seq2SeqLimits& lim, float dropout);
+
 // A translation model on one device. Parameters live in the workload's ParamStore (views).
 struct Seq2Seq {
   virtual ~Seq2Seq() = default;
