@@ -217,7 +217,10 @@ int run_plan_command(const PlanArgs& a) {
   PlanInputs in;
   in.benchmark = benchmark;
   in.scale = scale;
-  in.train_samples = sc.train_samples;
+  // An epoch in the unit of the global batch: measured by `scale` where the profile has it (ncf's
+  // batch counts its negatives too), else the scale's train_samples.
+  in.train_samples = profile.epoch_work > 0 ? static_cast<int64_t>(std::llround(profile.epoch_work)) : sc.train_samples;
+  in.eval_samples = sc.eval_samples;
   in.convergence = make_convergence(sc.rcps);
   in.profile = profile;
   in.network = net;
@@ -233,7 +236,11 @@ int run_plan_command(const PlanArgs& a) {
   std::printf("plan: %s, scale %s, %d ranks (%d per node, %d node%s), network %s\n", benchmark.c_str(), scale.c_str(),
               a.ranks, ranks_per_node, nodes, nodes == 1 ? "" : "s", net.name.c_str());
   std::printf("inputs:\n");
-  row("epoch", std::to_string(sc.train_samples) + " samples (the scale's train_samples; " + sc.target_source + ")");
+  if (profile.epoch_work > 0)
+    row("epoch", std::to_string(in.train_samples) + " units of the global batch (steps per epoch x batch, measured by "
+                 "scale; the scale's train_samples: " + std::to_string(sc.train_samples) + ")");
+  else
+    row("epoch", std::to_string(sc.train_samples) + " samples (the scale's train_samples; " + sc.target_source + ")");
   row("convergence", in.convergence.summary);
   row("", "RCP source: " + in.convergence.rcps.front().source);
   row("compute",
@@ -242,6 +249,12 @@ int run_plan_command(const PlanArgs& a) {
           fmtd(", cv %.3f", profile.compute_cv) + (have_file || a.compute_cv >= 0 ? "" : " (assumed: no skew)") +
           (profile.cores_per_node > 0 ? ", " + std::to_string(profile.cores_per_node) + " cores per node" : ""));
   row("", compute_source);
+  row("evaluation",
+      profile.eval_s_per_sample > 0
+          ? fmtd("%.3g ms per eval sample on one rank", profile.eval_s_per_sample * 1e3) + ", " +
+                std::to_string(sc.eval_samples) + " samples every " + std::to_string(profile.eval_every_epochs) +
+                " epoch(s)"
+          : std::string("not counted (no figure: time to train is the training steps only)"));
   row("gradients", fmtd("%.1f MB per step", profile.grad_bytes / 1e6) +
                        fmtd(", %.0f%% of the allreduce hidden behind backward", profile.overlap_fraction * 100) +
                        (have_file || a.overlap >= 0 ? "" : " (assumed: no overlap)"));

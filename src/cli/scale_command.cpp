@@ -169,9 +169,9 @@ size_t comm_bench_top_bytes(double grad_bytes) {
 std::vector<std::string> comm_bench_words(const std::string& exe, const PointPlan& p, double grad_bytes,
                                           const std::string& device) {
   const size_t top = comm_bench_top_bytes(grad_bytes);
-  return {exe,  "comm-bench", "-b",     "64K",  "-e",     std::to_string(top), "-f",
-          "4",  "-n",         "20",     "-w",   "3",      "--device",          device,
-          "--json", (fs::path(p.dir) / "comm_bench.json").string()};
+  // --bucketed: exactly the trainer's path (its buckets, backend choice and overlap machinery).
+  return {exe, "comm-bench", "-b", "64K", "-e", std::to_string(top), "-f", "4", "-n", "20", "-w", "3", "--bucketed",
+          "--device", device, "--json", (fs::path(p.dir) / "comm_bench.json").string()};
 }
 
 void run_child(const std::vector<std::string>& argv, const std::string& log, const std::set<int>& ok_codes,
@@ -196,6 +196,10 @@ MeasuredStep measured_step(const nlohmann::json& j) {
   m.other_s = j.at("other_s").get<double>();
   m.compute_cv = j.at("compute_cv").get<double>();
   m.comm_busy_s = j.at("comm_busy_s").get<double>();
+  m.eval_s = j.at("eval_s").get<double>();
+  m.eval_samples = j.at("eval_samples").get<int64_t>();
+  m.eval_every_epochs = j.at("eval_every_epochs").get<int>();
+  m.steps_per_epoch = j.at("steps_per_epoch").get<int64_t>();
   return m;
 }
 
@@ -267,18 +271,16 @@ int run_scale_command(const ScaleArgs& a, const GlobalArgs&, const char* argv0) 
   // The model: compute from the smallest rank count, the allreduce from comm-bench (the formula
   // that fits the measured sizes best); every other point is a prediction.
   scaling::AllreduceAlgo algo = scaling::AllreduceAlgo::ring;
-  double best_rms = -1.0;
+  scaling::ScalingProfile profile;
   std::string fits;
-  if (!comm.empty())
-    for (auto a : {scaling::AllreduceAlgo::ring, scaling::AllreduceAlgo::tree, scaling::AllreduceAlgo::allgather}) {
-      const scaling::LinkFit f = scaling::fit_alpha_beta(a, comm);
-      fits += fmt::format("{}{} {:.1f}%", fits.empty() ? "" : ", ", scaling::algo_name(a), 100.0 * f.rms_rel_error);
-      if (best_rms < 0 || f.rms_rel_error < best_rms) {
-        best_rms = f.rms_rel_error;
-        algo = a;
-      }
+  for (auto a : {scaling::AllreduceAlgo::ring, scaling::AllreduceAlgo::tree, scaling::AllreduceAlgo::allgather}) {
+    const scaling::ScalingProfile p = scaling::fit_profile(measured, comm, grad_bytes, cores, a, 1);
+    fits += fmt::format("{}{} {:.1f}%", fits.empty() ? "" : ", ", scaling::algo_name(a), 100.0 * p.comm_fit_rms);
+    if (a == scaling::AllreduceAlgo::ring || p.comm_fit_rms < profile.comm_fit_rms) {
+      profile = p;
+      algo = a;
     }
-  const scaling::ScalingProfile profile = scaling::fit_profile(measured, comm, grad_bytes, cores, algo, 1);
+  }
   const scaling::Network host = scaling::measured_network(
       profile.intra, measured.back().ranks_per_node,
       comm.empty() ? "no communication measured" : fmt::format("fitted to {} allreduce sample(s)", comm.size()));

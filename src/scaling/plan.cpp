@@ -114,7 +114,9 @@ Plan make_plan(const PlanInputs& in) {
     r.steps_per_epoch = (in.train_samples + B - 1) / B;
     r.steps = r.epochs.epochs * static_cast<double>(r.steps_per_epoch);
     r.step = predict_step(in.profile, in.network, in.ranks, in.ranks_per_node, B);
-    r.time_s = r.steps * r.step.total_s;
+    r.evals = std::ceil(r.epochs.epochs / std::max(1, in.profile.eval_every_epochs));
+    r.eval_s = r.evals * eval_seconds(in.profile, in.ranks, in.ranks_per_node, in.eval_samples);
+    r.time_s = r.steps * r.step.total_s + r.eval_s;
     r.bound = bound_of(r.step);
     r.past_critical = in.convergence.past_critical(static_cast<double>(B));
     p.rows.push_back(r);
@@ -211,20 +213,22 @@ std::vector<std::string> batch_rule_notes(const BenchmarkSpec& spec, const std::
 std::string format_plan_table(const Plan& p) {
   std::string s;
   char line[320];
-  std::snprintf(line, sizeof line, "  %-9s %8s %7s %-6s %8s %9s %8s %8s %8s %9s %6s %10s  %s\n", "batch", "/rank",
-                "epochs", "(src)", "steps", "compute", "comm", "skew", "other", "step", "eff", "time", "bound");
+  std::snprintf(line, sizeof line, "  %-9s %8s %7s %-6s %8s %9s %8s %8s %8s %9s %6s %8s %10s  %s\n", "batch",
+                "/rank", "epochs", "(src)", "steps", "compute", "comm", "skew", "other", "step", "eff", "eval", "time",
+                "bound");
   s += line;
-  std::snprintf(line, sizeof line, "  %-9s %8s %7s %-6s %8s %9s %8s %8s %8s %9s %6s %10s\n", "", "", "", "", "", "ms",
-                "ms", "ms", "ms", "ms", "%", "");
+  std::snprintf(line, sizeof line, "  %-9s %8s %7s %-6s %8s %9s %8s %8s %8s %9s %6s %8s %10s\n", "", "", "", "", "",
+                "ms", "ms", "ms", "ms", "ms", "%", "min", "min");
   s += line;
   for (size_t i = 0; i < p.rows.size(); ++i) {
     const PlanRow& r = p.rows[i];
     const std::string mark = std::string(i == p.best ? "*" : " ") + (r.past_critical ? "!" : " ");
-    std::snprintf(line, sizeof line, "%s%-9lld %8.0f %7.2f %-6s %8.0f %9.3f %8.3f %8.3f %8.3f %9.3f %6.1f %9.2f  %s\n",
+    std::snprintf(line, sizeof line,
+                  "%s%-9lld %8.0f %7.2f %-6s %8.0f %9.3f %8.3f %8.3f %8.3f %9.3f %6.1f %8.2f %9.2f  %s\n",
                   mark.c_str(), static_cast<long long>(r.global_batch), r.step.per_rank_batch, r.epochs.epochs,
                   epochs_kind_name(r.epochs.kind), r.steps, r.step.compute_s * 1e3, r.step.comm_s * 1e3,
                   r.step.skew_s * 1e3, r.step.other_s * 1e3, r.step.total_s * 1e3, r.step.efficiency * 100,
-                  r.time_s / 60, bound_name(r.bound));
+                  r.eval_s / 60, r.time_s / 60, bound_name(r.bound));
     s += line;
   }
   s += "  * chosen (least time)   ! past the critical batch (E(B) > 2 E_min)\n";
@@ -252,6 +256,8 @@ nlohmann::json plan_to_json(const Plan& p) {
                     {"step_s", r.step.total_s},
                     {"throughput", r.step.throughput},
                     {"efficiency", r.step.efficiency},
+                    {"evaluations", r.evals},
+                    {"eval_s", r.eval_s},
                     {"time_to_train_s", r.time_s},
                     {"bound", bound_name(r.bound)},
                     {"past_critical_batch", r.past_critical}});

@@ -1,7 +1,9 @@
 // Time to train against the global batch at N ranks, and the batch to choose:
 //
-//   time(B) = epochs(B) · ceil(train_samples / B) · step(B)
+//   time(B) = epochs(B) · ceil(train_samples / B) · step(B) + evaluations(B) · eval
 //
+// evaluations = ceil(epochs / eval_every_epochs); eval = one evaluation of eval_samples dealt over
+// the ranks (step_model.h: eval_seconds; 0 where the profile has no evaluation figure).
 // epochs from convergence.h, step from step_model.h. Each row says what bounds its step:
 //   compute    compute + skew is the largest part of the step
 //   bandwidth  the exposed allreduce is, and its β (bytes) part is the larger
@@ -27,6 +29,7 @@ struct PlanInputs {
   std::string benchmark;
   std::string scale;
   int64_t train_samples = 0;  // samples per epoch
+  int64_t eval_samples = 0;   // samples per evaluation (0: evaluation not counted)
   ConvergenceModel convergence;
   ScalingProfile profile;
   Network network;
@@ -44,7 +47,9 @@ struct PlanRow {
   int64_t steps_per_epoch = 0;
   double steps = 0.0;  // epochs · steps per epoch
   StepPrediction step;
-  double time_s = 0.0;
+  double evals = 0.0;   // evaluations in the run
+  double eval_s = 0.0;  // their time, all together
+  double time_s = 0.0;  // training steps + evaluations
   Bound bound = Bound::compute;
   bool past_critical = false;
 };

@@ -17,6 +17,9 @@ json to_json(const ScalingProfile& p) {
   return {{"seconds_per_sample", p.seconds_per_sample},
           {"fixed_compute_s", p.fixed_compute_s},
           {"other_s", p.other_s},
+          {"eval_s_per_sample", p.eval_s_per_sample},
+          {"eval_every_epochs", p.eval_every_epochs},
+          {"epoch_work", p.epoch_work},
           {"grad_bytes", p.grad_bytes},
           {"overlap_fraction", p.overlap_fraction},
           {"compute_cv", p.compute_cv},
@@ -37,6 +40,10 @@ json to_json(const MeasuredStep& m) {
           {"comm_s", m.comm_s},
           {"skew_s", m.skew_s},
           {"other_s", m.other_s},
+          {"eval_s", m.eval_s},
+          {"eval_samples", m.eval_samples},
+          {"eval_every_epochs", m.eval_every_epochs},
+          {"steps_per_epoch", m.steps_per_epoch},
           {"compute_cv", m.compute_cv},
           {"comm_busy_s", m.comm_busy_s}};
 }
@@ -109,6 +116,10 @@ ScalingProfile profile_from_json(const json& j, const std::string& where) {
   p.seconds_per_sample = number(j, where, "seconds_per_sample");
   p.fixed_compute_s = number(j, where, "fixed_compute_s");
   p.other_s = number(j, where, "other_s");
+  // Optional (files written before evaluation was modelled): no evaluation cost.
+  if (j.contains("eval_s_per_sample")) p.eval_s_per_sample = number(j, where, "eval_s_per_sample");
+  if (j.contains("eval_every_epochs")) p.eval_every_epochs = small_int(j, where, "eval_every_epochs", 1);
+  if (j.contains("epoch_work")) p.epoch_work = number(j, where, "epoch_work");
   p.grad_bytes = number(j, where, "grad_bytes");
   p.overlap_fraction = number(j, where, "overlap_fraction", 0.0, 1.0);
   p.compute_cv = number(j, where, "compute_cv");
@@ -138,6 +149,10 @@ MeasuredStep measured_step_from_json(const json& j, const std::string& where) {
   m.comm_s = number(j, where, "comm_s");
   m.skew_s = number(j, where, "skew_s");
   m.other_s = number(j, where, "other_s");
+  if (j.contains("eval_s")) m.eval_s = number(j, where, "eval_s");
+  if (j.contains("eval_samples")) m.eval_samples = integer(j, where, "eval_samples", 0);
+  if (j.contains("eval_every_epochs")) m.eval_every_epochs = small_int(j, where, "eval_every_epochs", 1);
+  if (j.contains("steps_per_epoch")) m.steps_per_epoch = integer(j, where, "steps_per_epoch", 0);
   m.compute_cv = number(j, where, "compute_cv");
   m.comm_busy_s = number(j, where, "comm_busy_s");
   return m;

@@ -32,6 +32,12 @@ double contention_factor(const ScalingProfile& p, int ranks_per_node) {
   return std::max(1.0, static_cast<double>(ranks_per_node) * std::max(1, p.threads_per_rank) / p.cores_per_node);
 }
 
+double eval_seconds(const ScalingProfile& p, int ranks, int ranks_per_node, int64_t eval_samples) {
+  if (!(p.eval_s_per_sample > 0) || eval_samples <= 0) return 0.0;
+  const int64_t share = (eval_samples + ranks - 1) / std::max(1, ranks);
+  return p.eval_s_per_sample * static_cast<double>(share) * contention_factor(p, ranks_per_node);
+}
+
 ScalingProfile fit_profile(const std::vector<MeasuredStep>& points, const std::vector<CommSample>& comm,
                            double grad_bytes, int cores_per_node, AllreduceAlgo algo, int threads_per_rank) {
   ScalingProfile p;
@@ -49,16 +55,26 @@ ScalingProfile fit_profile(const std::vector<MeasuredStep>& points, const std::v
 
   // Compute per step against the per-rank batch at the smallest rank count, contention divided out.
   std::vector<std::pair<double, double>> xy;  // (per-rank batch, compute without contention)
-  double other = 0.0, cv = 0.0;
+  double other = 0.0, cv = 0.0, eval = 0.0;
+  int evals = 0;
   for (const MeasuredStep* m : usable) {
     if (m->ranks != min_ranks) continue;
     const double b = static_cast<double>(m->global_batch) / m->ranks;
-    xy.emplace_back(b, m->compute_s / contention_factor(p, std::min(m->ranks_per_node, m->ranks)));
-    other += m->other_s;
+    const double contention = contention_factor(p, std::min(m->ranks_per_node, m->ranks));
+    xy.emplace_back(b, m->compute_s / contention);
+    other += m->other_s / contention;
+    if (p.epoch_work == 0.0 && m->steps_per_epoch > 0)
+      p.epoch_work = static_cast<double>(m->steps_per_epoch) * static_cast<double>(m->global_batch);
+    if (m->eval_s > 0 && m->eval_samples > 0) {
+      eval += m->eval_s * m->ranks / static_cast<double>(m->eval_samples) / contention;
+      ++evals;
+      p.eval_every_epochs = std::max(1, m->eval_every_epochs);
+    }
     cv += m->compute_cv;
   }
   p.other_s = other / xy.size();
   p.compute_cv = cv / xy.size();
+  p.eval_s_per_sample = evals ? eval / evals : 0.0;
   double mx = 0, my = 0;
   for (auto [x, y] : xy) {
     mx += x;
@@ -102,7 +118,10 @@ ScalingProfile fit_profile(const std::vector<MeasuredStep>& points, const std::v
   bool have_comm = false;
   for (const CommSample& c : comm) have_comm = have_comm || (c.ranks > 1 && c.seconds > 0);
   if (have_comm) {
-    const LinkFit f = fit_alpha_beta(algo, comm);
+    // Host collectives copy and add on the ranks' own cores: shared cores slow them alike.
+    std::vector<CommSample> alone = comm;
+    for (CommSample& c : alone) c.seconds /= contention_factor(p, std::min(c.ranks_per_node, c.ranks));
+    const LinkFit f = fit_alpha_beta(algo, alone);
     p.intra = f.link;
     p.comm_fit_rms = f.rms_rel_error;
   }
@@ -124,9 +143,11 @@ StepPrediction predict_raw(const ScalingProfile& pr, const Network& net, int ran
   s.contention = contention_factor(pr, s.ranks_per_node);
   s.compute_s = (pr.fixed_compute_s + pr.seconds_per_sample * s.per_rank_batch) * s.contention;
   s.allreduce = allreduce_cost(pr.algo, net.intra, net.inter, s.ranks, s.ranks_per_node, pr.grad_bytes);
+  s.allreduce.alpha_part_s *= s.contention;  // host collectives run on the shared cores too
+  s.allreduce.beta_part_s *= s.contention;
   s.comm_s = (1.0 - std::clamp(pr.overlap_fraction, 0.0, 1.0)) * s.allreduce.total_s();
   s.skew_s = s.compute_s * pr.compute_cv * expected_max_normal(s.ranks);
-  s.other_s = pr.other_s;
+  s.other_s = pr.other_s * s.contention;  // the update is compute on the same shared cores
   s.total_s = s.compute_s + s.comm_s + s.skew_s + s.other_s;
   s.throughput = s.total_s > 0 ? global_batch / s.total_s : std::numeric_limits<double>::infinity();
   return s;

@@ -5,10 +5,11 @@
 //   compute    = (fixed_compute_s + seconds_per_sample · b) · contention
 //   contention = max(1, ranks_per_node · threads_per_rank / cores_per_node)   (cores_per_node 0: 1)
 //                ranks sharing a host's cores run that much slower (2 cores, 4 ranks: x2)
-//   comm       = (1 − overlap_fraction) · allreduce_seconds(algo, ranks, grad_bytes)   (cost_model.h)
+//   comm       = (1 − overlap_fraction) · allreduce_seconds(algo, ranks, grad_bytes) · contention
+//                (cost_model.h; on a host the collective's copies and sums run on the shared cores)
 //   skew       = compute · compute_cv · E[max of N standard normals]
 //                the wait for the slowest rank: mean over ranks of (max_r compute − own compute)
-//   other      = other_s (optimizer + loss allreduce; held at its value at the fitted rank count)
+//   other      = other_s · contention (optimizer + loss allreduce: compute on the same shared cores)
 //   step       = compute + comm + skew + other
 // Efficiency: throughput / (N · the 1-rank throughput at the same per-rank batch), i.e. against
 // perfect weak scaling; contention, communication and skew are what it loses.
@@ -30,6 +31,10 @@ struct MeasuredStep {        // means over the measured steps, seconds
   double step_s = 0, compute_s = 0, comm_s = 0, skew_s = 0, other_s = 0;  // step = compute + comm + skew + other
   double compute_cv = 0;     // coefficient of variation of one rank's compute time over steps
   double comm_busy_s = 0;    // per step: span of all gradient allreduces (submit→complete), incl. hidden part
+  double eval_s = 0;         // one evaluation, whole (0: none measured)
+  int64_t eval_samples = 0;  // samples one evaluation covers, all ranks
+  int eval_every_epochs = 1;
+  int64_t steps_per_epoch = 0;  // at this global batch (0: unknown)
 };
 // clang-format on
 
@@ -43,6 +48,10 @@ struct ScalingProfile {
   int cores_per_node = 0;           // 0: ranks do not share cores (one GPU each)
   int threads_per_rank = 1;
   AllreduceAlgo algo = AllreduceAlgo::ring;
+  double eval_s_per_sample = 0.0;   // one evaluation's time per eval sample on one rank, no contention (0: unknown)
+  int eval_every_epochs = 1;
+  double epoch_work = 0.0;          // an epoch in the global batch's unit (steps per epoch · batch; 0: unknown).
+                                    // ncf counts negatives in its batch: 5 units per training positive
   Link intra;                 // fitted from comm samples (measured network), else 0
   double comm_fit_rms = 0.0;  // RMS relative error of that fit (0: not fitted)
   std::string source;         // where the figures come from
@@ -54,14 +63,20 @@ double expected_max_normal(int n);
 // Compute slowdown of ranks sharing cores: max(1, ranks_per_node · threads / cores); 1 when cores <= 0.
 double contention_factor(const ScalingProfile& p, int ranks_per_node);
 
+// One evaluation of `eval_samples` samples dealt over the ranks (0 when the profile has no figure).
+double eval_seconds(const ScalingProfile& p, int ranks, int ranks_per_node, int64_t eval_samples);
+
 // Fits a profile to measured points:
 //   - compute constants from the points at the SMALLEST rank count only (the other points stay
 //     out-of-sample): with >= 2 distinct per-rank batches there, least squares of compute (divided
 //     by its contention factor) on the per-rank batch; else fixed = 0 and per_sample = compute / b.
-//   - other_s, compute_cv: means over the points at the smallest rank count.
+//   - other_s (contention divided out), compute_cv: means over the points at the smallest rank count.
+//   - eval_s_per_sample: there too, eval_s · ranks / eval_samples, contention divided out.
+//   - epoch_work: steps_per_epoch · global_batch of the first point that has it.
 //   - overlap: mean over points with ranks > 1 and comm_busy_s > 0 of 1 − comm_s / comm_busy_s,
 //     clipped to [0, 1]; 0 when there is none.
-//   - intra link: fit_alpha_beta(algo, comm) when `comm` has a sample at > 1 rank, else 0.
+//   - intra link: fit_alpha_beta(algo, comm) when `comm` has a sample at > 1 rank, else 0, each
+//     sample's time divided by its contention factor first.
 // UserError (exit 2) when there is no usable point (global_batch > 0, compute_s > 0).
 ScalingProfile fit_profile(const std::vector<MeasuredStep>& points, const std::vector<CommSample>& comm,
                            double grad_bytes, int cores_per_node, AllreduceAlgo algo, int threads_per_rank = 1);

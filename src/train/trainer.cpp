@@ -208,6 +208,8 @@ class TrainLoop final : public LoopServices {
     mllog_start(log_, keys::kEvalStart, nullptr, {{keys::kEpochNum, epoch}});
     const auto te = Clock::now();
     EvalOutcome o = evaluate_everywhere(w_, wl_, m.secondary.size());
+    eval_seconds_ += seconds_since(te);
+    ++evals_;
     final_metric_ = o.metric;
     mllog_event(log_, m.mllog_key, o.metric, {{keys::kEpochNum, epoch}});
     mllog_end(log_, keys::kEvalStop, nullptr, {{keys::kEpochNum, epoch}});
@@ -274,6 +276,8 @@ class TrainLoop final : public LoopServices {
   }
 
   const std::vector<StepTimes>& step_times() const { return step_times_; }
+  double eval_seconds_per_evaluation() const { return evals_ ? eval_seconds_ / evals_ : 0.0; }
+  int evals() const { return evals_; }
 
  private:
   World& w_;
@@ -302,6 +306,8 @@ class TrainLoop final : public LoopServices {
   int64_t window_steps_ = 0;
   static constexpr size_t kMaxStepTimes = 1 << 20;  // 40 MB per rank at most
   std::vector<StepTimes> step_times_;
+  double eval_seconds_ = 0.0;  // this rank's, evaluate_everywhere included (the whole evaluation)
+  int evals_ = 0;
 };
 
 }  // namespace
@@ -359,7 +365,7 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
 namespace {
 
 void write_step_stats(const World& w, const ResolvedRun& run, const TrainOptions& opts, const TrainResult& r,
-                      const Workload& wl, const std::vector<StepTimes>& mine) {
+                      const Workload& wl, const std::vector<StepTimes>& mine, double eval_s, int evals) {
   int ranks_per_node = w.local_size;
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ranks_per_node, 1, MPI_INT, MPI_MAX, w.comm));
   const auto all = gather_step_times(w, mine);
@@ -370,7 +376,10 @@ void write_step_stats(const World& w, const ResolvedRun& run, const TrainOptions
                           {"device", device_name(run.device)}, {"status", r.status},
                           {"time_to_train_s", r.time_to_train_s}, {"epochs", r.epochs},
                           {"configured_global_batch", run.run.global_batch}, {"work_unit", r.work_unit},
-                          {"grad_bytes", wl.store.grads.size() * sizeof(float)}, {"nodes", w.nodes}};
+                          {"grad_bytes", wl.store.grads.size() * sizeof(float)}, {"nodes", w.nodes},
+                          {"eval_s", eval_s}, {"evals", evals}, {"eval_samples", wl.facts.eval_samples},
+                          {"eval_every_epochs", wl.facts.eval_every_epochs},
+                          {"steps_per_epoch", wl.facts.steps_per_epoch}};
   const std::string text = step_stats_json(s, extra.dump());
   write_file_atomically(opts.step_stats, text.data(), text.size());
   spdlog::info("step stats: {} step(s) of {} rank(s) in {}", s.steps, w.size, opts.step_stats);
@@ -473,7 +482,7 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
       spdlog::info("trace: {} step(s) of {} rank(s) in {}", trace.steps_traced, w.size, trace.path);
     }
   }
-  if (!opts.step_stats.empty()) write_step_stats(w, run, opts, r, wl, loop.step_times());
+  if (!opts.step_stats.empty()) write_step_stats(w, run, opts, r, wl, loop.step_times(), loop.eval_seconds_per_evaluation(), loop.evals());
   download_store(wl.store);
   if (rank0 && !opts.dump_params.empty())
     write_file_atomically(opts.dump_params, wl.store.params.data(), wl.store.params.size() * sizeof(float));

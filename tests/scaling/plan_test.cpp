@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/check.h"
 #include "scaling/device.h"
 #include "workloads/registry.h"
@@ -91,6 +93,21 @@ TEST(Plan, time_is_epochs_times_steps_times_step_time) {
   EXPECT_EQ(j["chosen_global_batch"], p.rows[p.best].global_batch);
   EXPECT_EQ(j["rows"].size(), p.rows.size());
   EXPECT_FALSE(format_plan_table(p).empty());
+}
+
+TEST(Plan, evaluations_add_their_time_once_per_eval_period) {
+  PlanInputs in = synthetic_inputs({1e-5, 1e-10});
+  const Plan without = make_plan(in);
+  in.eval_samples = 6400;
+  in.profile.eval_s_per_sample = 1e-3;  // one evaluation at 64 ranks: 100 samples each, 0.1 s
+  in.profile.eval_every_epochs = 4;
+  const Plan with = make_plan(in);
+  for (size_t i = 0; i < with.rows.size(); ++i) {
+    const PlanRow& r = with.rows[i];
+    EXPECT_DOUBLE_EQ(r.evals, std::ceil(r.epochs.epochs / 4));
+    EXPECT_NEAR(r.eval_s, r.evals * 0.1, 1e-12);
+    EXPECT_NEAR(r.time_s, without.rows[i].time_s + r.eval_s, 1e-9);
+  }
 }
 
 TEST(Plan, bad_candidates_are_usage_errors) {

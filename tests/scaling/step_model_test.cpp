@@ -62,7 +62,8 @@ TEST(StepModel, fit_profile_recovers_a_known_profile_and_predicts_its_points_exa
   std::vector<CommSample> comm;
   for (int p : {2, 4})
     for (double n = 4096; n <= 64e6; n *= 4)
-      comm.push_back({p, p, n, allreduce_seconds(t.algo, t.intra, t.intra, p, p, n)});
+      // measured on the 2-core host: 4 ranks share the cores, so the collective takes twice as long
+      comm.push_back({p, p, n, allreduce_seconds(t.algo, t.intra, t.intra, p, p, n) * (p > 2 ? p / 2.0 : 1.0)});
   const ScalingProfile f = fit_profile(pts, comm, t.grad_bytes, 2, AllreduceAlgo::allgather);
   EXPECT_NEAR(f.seconds_per_sample, t.seconds_per_sample, 1e-12);
   EXPECT_NEAR(f.fixed_compute_s, t.fixed_compute_s, 1e-12);
@@ -92,7 +93,26 @@ TEST(StepModel, single_batch_at_the_smallest_rank_count_has_no_fixed_compute) {
   EXPECT_THROW(fit_profile({}, {}, 1, 2, AllreduceAlgo::ring), UserError);
 }
 
-TEST(StepModel, four_ranks_on_two_cores_double_the_compute) {
+TEST(StepModel, evaluation_and_epoch_size_are_fitted_at_the_smallest_rank_count) {
+  const ScalingProfile t = truth();
+  MeasuredStep one = measure(t, 1, 64), four = measure(t, 4, 256);
+  one.eval_s = 2.0;  // 1000 samples on one rank
+  one.eval_samples = 1000;
+  one.eval_every_epochs = 2;
+  one.steps_per_epoch = 50;
+  four.eval_s = 99.0;  // not the fitted count: ignored
+  four.eval_samples = 1000;
+  const ScalingProfile f = fit_profile({one, four}, {}, t.grad_bytes, 2, AllreduceAlgo::allgather);
+  EXPECT_NEAR(f.eval_s_per_sample, 2e-3, 1e-15);
+  EXPECT_EQ(f.eval_every_epochs, 2);
+  EXPECT_DOUBLE_EQ(f.epoch_work, 50.0 * 64);
+  // Dealt over 4 ranks on 2 cores: a quarter of the samples each, at half speed.
+  EXPECT_NEAR(eval_seconds(f, 4, 4, 1000), 2e-3 * 250 * 2, 1e-12);
+  EXPECT_NEAR(eval_seconds(f, 2, 2, 1001), 2e-3 * 501, 1e-12);
+  EXPECT_EQ(eval_seconds(t, 2, 2, 1000), 0.0);  // no figure: not counted
+}
+
+TEST(StepModel, four_ranks_on_two_cores_double_the_compute_and_the_update) {
   ScalingProfile p = truth();
   const Network host = measured_network(p.intra, 4, "test");
   const StepPrediction one = predict_step(p, host, 1, 1, 64);
@@ -102,10 +122,13 @@ TEST(StepModel, four_ranks_on_two_cores_double_the_compute) {
                    one.compute_s);  // 2 ranks, 2 cores: no sharing
   EXPECT_DOUBLE_EQ(four.compute_s, 2.0 * one.compute_s);
   EXPECT_DOUBLE_EQ(four.contention, 2.0);
+  EXPECT_DOUBLE_EQ(two.other_s, one.other_s);
+  EXPECT_DOUBLE_EQ(four.other_s, 2.0 * one.other_s);
   // The fit divides it out: a 4-rank-only measurement gives the 1-rank per-sample time back.
   const ScalingProfile f =
       fit_profile({measure(p, 4, 256), measure(p, 4, 512)}, {}, p.grad_bytes, 2, AllreduceAlgo::allgather);
   EXPECT_NEAR(f.seconds_per_sample, p.seconds_per_sample, 1e-12);
+  EXPECT_NEAR(f.other_s, p.other_s, 1e-15);
   // On GPUs (cores 0) nothing is shared.
   p.cores_per_node = 0;
   EXPECT_DOUBLE_EQ(predict_step(p, host, 4, 4, 256).compute_s, one.compute_s);
