@@ -139,7 +139,7 @@ struct ScaleArgs {
   std::vector<int> ranks = {1, 2, 4};
   bool weak = false;
   bool strong = false;
-  int64_t steps = 50;
+  int64_t steps = 100;
   bool to_target = false;
   std::string data_dir = "data";
   std::string output_dir = "scale-results";

@@ -301,9 +301,19 @@ int run_scale_command(const ScaleArgs& a, const GlobalArgs&, const char* argv0) 
     const double eff = tp / (base_tp * m.ranks / base.ranks);
     const bool oversubscribed = m.ranks_per_node > cores;
     std::string ttt;
-    if (a.to_target)
-      ttt = fmt::format("   {:.1f} s ({})", runs[i].at("time_to_train_s").get<double>(),
-                        runs[i].at("status").get<std::string>());
+    if (a.to_target) {
+      // The time model alone, given the epochs this run took: its steps at the predicted step time
+      // plus its evaluations at the predicted evaluation time (convergence is `plan`'s other half).
+      const double steps = runs[i].at("steps").get<double>() + runs[i].at("skipped_steps").get<double>();
+      const double evals = runs[i].at("evals").get<double>();
+      const double predicted = steps * errors[i].predicted.total_s +
+                               evals * scaling::eval_seconds(profile, m.ranks, m.ranks_per_node, m.eval_samples);
+      const double measured_ttt = runs[i].at("time_to_train_s").get<double>();
+      ttt = fmt::format("   {:.1f} s ({}, {} epochs; predicted {:.1f} s, {:+.1f}%)", measured_ttt,
+                        runs[i].at("status").get<std::string>(), runs[i].at("epochs").get<int>(), predicted,
+                        100.0 * (predicted - measured_ttt) / measured_ttt);
+      runs[i]["predicted_time_to_train_s"] = predicted;
+    }
     std::printf("%6d %9lld %9s %9s %9s %9s %9s %9s %12.0f %6.1f %10s %+7.1f%s%s\n", m.ranks,
                 static_cast<long long>(m.global_batch), ms(m.step_s).c_str(), ms(m.compute_s).c_str(),
                 ms(m.comm_s).c_str(), ms(m.skew_s).c_str(), ms(m.other_s).c_str(), ms(m.comm_busy_s).c_str(), tp,
