@@ -175,10 +175,13 @@ int run_plan_command(const PlanArgs& a) {
   int rpn = a.ranks_per_node;
   if (net_name == "host") {
     if (rpn == 0) rpn = profile.cores_per_node > 0 ? profile.cores_per_node : 1;
-    const Link l = overridden(profile.intra, a.alpha_inter_us, a.gbps_inter, a.efficiency_inter);
-    net = measured_network(l, rpn,
-                           "fitted from --profile's comm-bench samples (" + std::string(algo_name(profile.algo)) +
-                               fmtd(", RMS relative error %.3f)", profile.comm_fit_rms));
+    const std::string why = "fitted from --profile's comm-bench samples (" + std::string(algo_name(profile.algo)) +
+                            fmtd(", RMS relative error %.3f)", profile.comm_fit_rms);
+    if (profile.has_inter)
+      net = measured_network(overridden(profile.intra, a.alpha_intra_us, a.gbps_intra, a.efficiency_intra),
+                             overridden(profile.inter, a.alpha_inter_us, a.gbps_inter, a.efficiency_inter), rpn, why);
+    else
+      net = measured_network(overridden(profile.intra, a.alpha_inter_us, a.gbps_inter, a.efficiency_inter), rpn, why);
   } else {
     if (rpn == 0) rpn = 8;
     const LinkPreset inter =

@@ -281,9 +281,12 @@ int run_scale_command(const ScaleArgs& a, const GlobalArgs&, const char* argv0) 
       algo = a;
     }
   }
-  const scaling::Network host = scaling::measured_network(
-      profile.intra, measured.back().ranks_per_node,
-      comm.empty() ? "no communication measured" : fmt::format("fitted to {} allreduce sample(s)", comm.size()));
+  const std::string link_source =
+      comm.empty() ? "no communication measured" : fmt::format("fitted to {} allreduce sample(s)", comm.size());
+  const scaling::Network host =
+      profile.has_inter
+          ? scaling::measured_network(profile.intra, profile.inter, measured.back().ranks_per_node, link_source)
+          : scaling::measured_network(profile.intra, measured.back().ranks_per_node, link_source);
   const std::vector<scaling::PointError> errors = scaling::prediction_errors(profile, host, measured);
 
   const MeasuredStep& base = measured.front();
@@ -333,8 +336,11 @@ int run_scale_command(const ScaleArgs& a, const GlobalArgs&, const char* argv0) 
               1e3 * profile.seconds_per_sample, 1e3 * profile.fixed_compute_s, base.ranks, 1e3 * profile.other_s,
               profile.compute_cv, 100.0 * profile.overlap_fraction);
   if (!comm.empty())
-    std::printf("allreduce: %s formula, %s (RMS error of the fits: %s)\n", scaling::algo_name(algo),
-                scaling::describe_link(profile.intra).c_str(), fits.c_str());
+    std::printf("allreduce: %s formula, %s%s (RMS error of the fits: %s)\n", scaling::algo_name(algo),
+                profile.has_inter ? "within a node " : "", scaling::describe_link(profile.intra).c_str(), fits.c_str());
+  if (profile.has_inter)
+    std::printf("across nodes: %s (RMS error %.1f%%)\n", scaling::describe_link(profile.inter).c_str(),
+                100.0 * profile.inter_fit_rms);
   std::printf("gradient: %.0f bytes per rank per step; %d core(s) per node\n", grad_bytes, cores);
 
   scaling::ScaleFile file;

@@ -102,4 +102,14 @@ Network measured_network(const Link& link, int ranks_per_node, const std::string
   return n;
 }
 
+Network measured_network(const Link& intra, const Link& inter, int ranks_per_node, const std::string& source) {
+  Network n;
+  n.name = "host";
+  n.intra = intra;
+  n.inter = inter;
+  n.ranks_per_node = ranks_per_node;
+  n.source = "intra " + describe_link(intra) + ", inter " + describe_link(inter) + ": " + source;
+  return n;
+}
+
 }  // namespace mlpd::scaling

@@ -42,6 +42,8 @@ struct Network {
 Network make_network(const LinkPreset& inter, const LinkPreset& intra, int ranks_per_node);
 // This machine (or a cluster measured with comm-bench): one fitted link for both levels.
 Network measured_network(const Link& link, int ranks_per_node, const std::string& source);
+// Two measured links: within a node and across nodes (comm-bench samples of each kind).
+Network measured_network(const Link& intra, const Link& inter, int ranks_per_node, const std::string& source);
 
 // "alpha 6.60 us, 22.5 GB/s" for a link.
 std::string describe_link(const Link& l);

@@ -27,6 +27,9 @@ json to_json(const ScalingProfile& p) {
           {"threads_per_rank", p.threads_per_rank},
           {"algo", algo_name(p.algo)},
           {"intra", to_json(p.intra)},
+          {"has_inter", p.has_inter},
+          {"inter", to_json(p.inter)},
+          {"inter_fit_rms", p.inter_fit_rms},
           {"comm_fit_rms", p.comm_fit_rms},
           {"source", p.source}};
 }
@@ -132,6 +135,13 @@ ScalingProfile profile_from_json(const json& j, const std::string& where) {
   const json& intra = field(j, where, "intra");
   p.intra.alpha_s = number(intra, where + ".intra", "alpha_s");
   p.intra.beta_s_per_byte = number(intra, where + ".intra", "beta_s_per_byte");
+  if (j.contains("has_inter") && j.at("has_inter").is_boolean() && j.at("has_inter").get<bool>()) {
+    const json& inter = field(j, where, "inter");
+    p.inter.alpha_s = number(inter, where + ".inter", "alpha_s");
+    p.inter.beta_s_per_byte = number(inter, where + ".inter", "beta_s_per_byte");
+    p.inter_fit_rms = number(j, where, "inter_fit_rms");
+    p.has_inter = true;
+  }
   p.comm_fit_rms = number(j, where, "comm_fit_rms");
   p.source = text(j, where, "source");
   if (!(p.seconds_per_sample > 0) && !(p.fixed_compute_s > 0))

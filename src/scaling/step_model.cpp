@@ -119,11 +119,28 @@ ScalingProfile fit_profile(const std::vector<MeasuredStep>& points, const std::v
   for (const CommSample& c : comm) have_comm = have_comm || (c.ranks > 1 && c.seconds > 0);
   if (have_comm) {
     // Host collectives copy and add on the ranks' own cores: shared cores slow them alike.
-    std::vector<CommSample> alone = comm;
-    for (CommSample& c : alone) c.seconds /= contention_factor(p, std::min(c.ranks_per_node, c.ranks));
-    const LinkFit f = fit_alpha_beta(algo, alone);
-    p.intra = f.link;
-    p.comm_fit_rms = f.rms_rel_error;
+    // Samples within one node fit the intra link, samples across nodes the inter link (the flat
+    // formulas run on the slowest hop); without samples of one kind, the other serves for both.
+    std::vector<CommSample> one_node, across;
+    for (CommSample c : comm) {
+      c.seconds /= contention_factor(p, std::min(c.ranks_per_node, c.ranks));
+      (c.ranks_per_node >= c.ranks ? one_node : across).push_back(c);
+    }
+    const auto usable = [](const std::vector<CommSample>& v) {
+      for (const CommSample& c : v)
+        if (c.ranks > 1 && c.seconds > 0) return true;
+      return false;
+    };
+    const bool have_intra = usable(one_node), have_inter = usable(across);
+    const LinkFit fi = fit_alpha_beta(algo, have_intra ? one_node : across);
+    p.intra = fi.link;
+    p.comm_fit_rms = fi.rms_rel_error;
+    if (have_intra && have_inter) {
+      const LinkFit fx = fit_alpha_beta(algo, across);
+      p.inter = fx.link;
+      p.inter_fit_rms = fx.rms_rel_error;
+      p.has_inter = true;
+    }
   }
   p.source = "compute fitted at " + std::to_string(min_ranks) + " rank(s) (" + std::to_string(xy.size()) +
              " point(s)); link fitted (" + algo_name(algo) + ") from " + std::to_string(comm.size()) +

@@ -54,6 +54,9 @@ struct ScalingProfile {
                                     // ncf counts negatives in its batch: 5 units per training positive
   Link intra;                 // fitted from comm samples (measured network), else 0
   double comm_fit_rms = 0.0;  // RMS relative error of that fit (0: not fitted)
+  bool has_inter = false;     // samples across nodes were fitted apart: inter (else intra serves both)
+  Link inter;
+  double inter_fit_rms = 0.0;
   std::string source;         // where the figures come from
 };
 
@@ -75,8 +78,9 @@ double eval_seconds(const ScalingProfile& p, int ranks, int ranks_per_node, int6
 //   - epoch_work: steps_per_epoch · global_batch of the first point that has it.
 //   - overlap: mean over points with ranks > 1 and comm_busy_s > 0 of 1 − comm_s / comm_busy_s,
 //     clipped to [0, 1]; 0 when there is none.
-//   - intra link: fit_alpha_beta(algo, comm) when `comm` has a sample at > 1 rank, else 0, each
-//     sample's time divided by its contention factor first.
+//   - links: fit_alpha_beta(algo, ...) of the samples within one node (intra) and of those across
+//     nodes (inter, has_inter) when both kinds exist, else of all of them (intra); each sample's
+//     time divided by its contention factor first. No sample at > 1 rank: 0.
 // UserError (exit 2) when there is no usable point (global_batch > 0, compute_s > 0).
 ScalingProfile fit_profile(const std::vector<MeasuredStep>& points, const std::vector<CommSample>& comm,
                            double grad_bytes, int cores_per_node, AllreduceAlgo algo, int threads_per_rank = 1);

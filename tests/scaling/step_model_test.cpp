@@ -93,6 +93,26 @@ TEST(StepModel, single_batch_at_the_smallest_rank_count_has_no_fixed_compute) {
   EXPECT_THROW(fit_profile({}, {}, 1, 2, AllreduceAlgo::ring), UserError);
 }
 
+TEST(StepModel, samples_across_nodes_fit_the_inter_link_apart) {
+  ScalingProfile t = truth();
+  t.cores_per_node = 0;  // no contention: the samples are the formulas' own
+  const Link intra = {2e-6, 1.0 / 10e9}, inter = {40e-6, 1.0 / 1e9};
+  std::vector<CommSample> comm;
+  for (double n = 65536; n <= 16e6; n *= 4) {
+    comm.push_back({2, 2, n, allreduce_seconds(AllreduceAlgo::ring, intra, inter, 2, 2, n)});
+    comm.push_back({4, 2, n, allreduce_seconds(AllreduceAlgo::ring, intra, inter, 4, 2, n)});  // 2 nodes
+  }
+  const ScalingProfile f = fit_profile({measure(t, 1, 64)}, comm, t.grad_bytes, 0, AllreduceAlgo::ring);
+  ASSERT_TRUE(f.has_inter);
+  EXPECT_NEAR(f.intra.alpha_s / intra.alpha_s, 1.0, 1e-6);
+  EXPECT_NEAR(f.intra.beta_s_per_byte / intra.beta_s_per_byte, 1.0, 1e-6);
+  EXPECT_NEAR(f.inter.alpha_s / inter.alpha_s, 1.0, 1e-6);
+  EXPECT_NEAR(f.inter.beta_s_per_byte / inter.beta_s_per_byte, 1.0, 1e-6);
+  // One kind of sample only: one link, no inter.
+  comm.resize(1);
+  EXPECT_FALSE(fit_profile({measure(t, 1, 64)}, comm, t.grad_bytes, 0, AllreduceAlgo::ring).has_inter);
+}
+
 TEST(StepModel, evaluation_and_epoch_size_are_fitted_at_the_smallest_rank_count) {
   const ScalingProfile t = truth();
   MeasuredStep one = measure(t, 1, 64), four = measure(t, 4, 256);
