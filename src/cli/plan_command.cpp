@@ -44,9 +44,10 @@ void add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--ranks-per-node", a.ranks_per_node,
                 "Ranks per node (default: 8 on presets, the profile's cores on host)")
       ->check(CLI::PositiveNumber);
-  c->add_option("--max-per-rank-batch", a.max_per_rank_batch, "Largest per-rank batch of the default candidates")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  c->add_option("--max-per-rank-batch", a.max_per_rank_batch,
+                "Largest per-rank batch of the default candidates (default: 256 with a device figure; with --profile, "
+                "enough to reach the largest convergence point)")
+      ->check(CLI::PositiveNumber);
   c->add_option("--algo", a.algo,
                 "Allreduce: auto, ring, tree, hierarchical, allgather (auto: the profile's with "
                 "--profile, else the fastest of ring/tree/hierarchical)")
@@ -229,7 +230,15 @@ int run_plan_command(const PlanArgs& a) {
   in.network = net;
   in.ranks = a.ranks;
   in.ranks_per_node = ranks_per_node;
-  in.batches = a.batches.empty() ? default_batches(in.convergence, a.ranks, a.max_per_rank_batch) : a.batches;
+  // A device's memory bounds its per-rank batch (256 images on a GPU); a measured host has no such
+  // figure, so its candidates reach the largest convergence point.
+  int max_per_rank = a.max_per_rank_batch;
+  if (max_per_rank == 0) {
+    max_per_rank = 256;
+    if (have_file && !sc.rcps.empty())
+      max_per_rank = static_cast<int>(std::max<int64_t>(256, sc.rcps.back().global_batch / a.ranks));
+  }
+  in.batches = a.batches.empty() ? default_batches(in.convergence, a.ranks, max_per_rank) : a.batches;
   if (in.train_samples < 1)
     throw UserError("plan: " + benchmark + " at scale " + scale + " has no fixed epoch size (train_samples)",
                     kExitUsage);

@@ -111,7 +111,11 @@ WorkloadEntry make_entry() {
   // Epochs to target per seed (mini: our calibration, README.md). The reference scale has none:
   // NCF left MLPerf before RCPs existed (mlperf_logging's rcp_checker has no ncf file), so there
   // the RCP test is not applicable.
-  s.scales[0].rcps = {{4096, {4, 5, 4, 4, 6, 5, 5, 5, 5, 4}, "src/workloads/ncf/README.md (10 seeds, 2 ranks)"}};
+  // Three batches (only global_batch_size changed), so `plan` can interpolate epochs at mini scale.
+  s.scales[0].rcps = {
+      {2048, {7, 6, 5, 4, 3, 4, 3, 3, 4}, "src/workloads/ncf/README.md (9 of 10 seeds converged, 2 ranks)"},
+      {4096, {4, 5, 4, 4, 6, 5, 5, 5, 5, 4}, "src/workloads/ncf/README.md (10 seeds, 2 ranks)"},
+      {8192, {7, 9, 9, 7, 7, 7, 7, 5, 6, 8}, "src/workloads/ncf/README.md (10 seeds, 2 ranks)"}};
   s.rules = {
       {"*", "ncf.opt_name_adam_or_lazy_adam", {kOptName}, RuleKind::OneOf, {}, {kAdam, kLazyAdam}, {}, true, kV05Ncf},
       {"*", "ncf.lr_positive", {kOptBaseLearningRate}, RuleKind::AtLeast, {1e-12}, {}, {}, true, kV05Ncf},
