@@ -384,13 +384,13 @@ namespace {
 // rank's progress on a bucket could hang): the sparse views, by rows or as their buckets.
 void finish_sparse(Communicator& c, ParamStore& s, const std::vector<SparseRows>& touched) {
   bool by_rows = false;
+  const double before = c.sparse.gathered_bytes;  // the choice counts this step's bytes
   {
     WatchScope watch("sparse_gradients (counts)");
     by_rows = sparse_step_chosen(c.sparse, c.topo, touched);
   }
   if (by_rows) {
     const double t0 = c.now();
-    const double before = c.sparse.gathered_bytes;
     {
       WatchScope watch("sparse_gradients");
       sparse_exchange(c.sparse, c.topo, c.prec, s.grads.data(), touched);
