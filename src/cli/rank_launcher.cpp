@@ -36,7 +36,8 @@ bool on_path(const std::string& program) {
 std::vector<std::string> launcher_words(const std::string& tmpl, int ranks, int cores) {
   const std::string n = std::to_string(ranks);
   if (tmpl.empty()) {
-    if (std::getenv("SLURM_JOB_ID") && on_path("srun")) return {"srun", "-n", n};
+    // As slurm/lib.sh: Debian's Open MPI needs PMIx under srun; one failed rank ends the step.
+    if (std::getenv("SLURM_JOB_ID") && on_path("srun")) return {"srun", "--mpi=pmix", "-n", n, "--kill-on-bad-exit=1"};
     std::vector<std::string> w = {"mpirun", "--mca", "btl", "self,vader"};
     if (::geteuid() == 0) w.push_back("--allow-run-as-root");
     if (ranks > cores) w.push_back("--oversubscribe");
@@ -53,6 +54,16 @@ std::vector<std::string> launcher_words(const std::string& tmpl, int ranks, int 
     words.push_back(word);
   }
   return words;
+}
+
+std::string describe_launcher(const std::string& tmpl, int cores) {
+  if (!tmpl.empty()) return tmpl;
+  std::vector<std::string> words = launcher_words("", 1, cores);
+  for (size_t i = 1; i < words.size(); ++i)
+    if (words[i] == "1" && (words[i - 1] == "-np" || words[i - 1] == "-n")) words[i] = "{n}";
+  std::string s = join_words(words);
+  if (words[0] == "mpirun") s += " (with --oversubscribe above " + std::to_string(cores) + " ranks)";
+  return s;
 }
 
 int run_logged(const std::vector<std::string>& argv, const std::string& log_path) {

@@ -7,12 +7,15 @@
 
 namespace mlpd::cli {
 
-// The words that start `ranks` ranks. `tmpl` "" picks the default: `srun -n {n}` when
+// The words that start `ranks` ranks. `tmpl` "" picks the default: `srun --mpi=pmix -n {n}` when
 // SLURM_JOB_ID is set and srun exists, else mpirun with this project's one-host flags
 // (--mca btl self,vader; --allow-run-as-root as root; --oversubscribe when ranks exceed cores).
 // Otherwise `tmpl` is split on spaces and every "{n}" replaced by the rank count (no quoting);
 // a template without "{n}" is a UserError (exit 2).
 std::vector<std::string> launcher_words(const std::string& tmpl, int ranks, int cores);
+
+// The launcher as a template with {n}, for the user to see.
+std::string describe_launcher(const std::string& tmpl, int cores);
 
 // Runs argv with stdout and stderr appended to `log_path`; returns its exit status (128 + signal
 // when killed). A command that cannot be started is a UserError naming it.

@@ -67,7 +67,7 @@ void add_scale_command(CLI::App& app, ScaleArgs& a) {
       ->capture_default_str();
   c->add_option("--launcher", a.launcher,
                 "Command that starts {n} ranks, split on spaces, e.g. \"mpirun --hostfile hosts -np {n}\" (default: "
-                "srun -n {n} inside a Slurm allocation, else mpirun on this host)");
+                "srun --mpi=pmix -n {n} inside a Slurm allocation, else mpirun on this host)");
   c->add_option("--set", a.sets, "Override one config key of every run: --set key=value (repeatable)");
   c->add_option("--device", a.device, "cpu or cuda (as train)")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   c->add_option("--cores-per-node", a.cores_per_node,
@@ -224,6 +224,7 @@ int run_scale_command(const ScaleArgs& a, const GlobalArgs&, const char* argv0) 
   const std::string what = a.to_target ? std::string("to the target") : fmt::format("{} steps each", a.steps);
   std::printf("scale: %s %s, %s scaling, ranks %s, %s; logs in %s\n", a.benchmark.c_str(), a.scale.c_str(),
               weak ? "weak" : "strong", fmt::format("{}", fmt::join(a.ranks, ",")).c_str(), what.c_str(), out.c_str());
+  std::printf("scale: launcher: %s\n", describe_launcher(a.launcher, cores).c_str());
   std::fflush(stdout);
 
   nlohmann::json runs = nlohmann::json::array();

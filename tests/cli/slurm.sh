@@ -131,6 +131,22 @@ grep -q "removing the partial log" "$WORK/$job.out" || { show "$job"; fail "job 
 no_tmp_left
 grep -q -- "--checkpoint-dir" "$WORK/$job.out" && fail "job $job: --checkpoint-dir passed to a binary without it"
 
+# 5. scale inside an allocation: each rank count is a job step (srun --mpi=pmix), comm-bench too.
+t=$(now)
+job=$(submit -n 2 --wrap "'$BIN' scale --benchmark resnet --ranks 1,2 --steps 6 --data-dir '$DATA' -o '$WORK/scale-slurm'")
+slurm_wait "$job" 240 || { show "$job"; fail "job $job (scale) still running after 240 s"; }
+state=$(slurm_job_field "$job" JobState)
+code=$(slurm_job_field "$job" ExitCode)
+echo "job $job (scale in the allocation): $state, exit $code, in $(since "$t") s"
+[ "$state" = COMPLETED ] && [ "$code" = 0:0 ] || { show "$job"; fail "job $job: $state $code"; }
+grep -q "launcher: srun --mpi=pmix -n {n}" "$WORK/$job.out" || { show "$job"; fail "job $job: scale did not launch with srun"; }
+python3 - "$WORK/scale-slurm/scale.json" <<'PY' || { show "$job"; fail "job $job: scale.json is wrong"; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [r["ranks"] for r in d["runs"]] == [1, 2], d["runs"]
+assert len(d["comm"]) >= 3 and all(c["ranks"] == 2 for c in d["comm"]), d["comm"]
+PY
+
 t=$(now)
 slurm_down
 echo "cluster down in $(since "$t") s; slurm: ok in $(since "$t_all") s"
