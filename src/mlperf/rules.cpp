@@ -35,24 +35,6 @@ const char* op_text(CondOp op) {
   return "?";
 }
 
-bool cond_holds(const RuleCond& c, const nlohmann::json& config) {
-  if (!config.is_object() || !config.contains(c.key)) return false;
-  const auto& v = config.at(c.key);
-  if (c.str) {
-    if (!v.is_string()) return false;
-    bool eq = v.get<std::string>() == c.str;
-    return c.op == CondOp::Eq ? eq : c.op == CondOp::Ne ? !eq : false;
-  }
-  if (!v.is_number()) return false;
-  double x = v.get<double>();
-  switch (c.op) {
-    case CondOp::Eq: return x == c.num;
-    case CondOp::Ne: return x != c.num;
-    case CondOp::Lt: return x < c.num;
-    case CondOp::Ge: return x >= c.num;
-  }
-  return false;
-}
 
 std::string when_text(const RuleRow& r) {
   std::string s;
@@ -147,6 +129,25 @@ std::string kind_text(const RuleRow& r) {
 }
 
 }  // namespace
+
+bool cond_holds(const RuleCond& c, const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains(c.key)) return false;
+  const auto& v = config.at(c.key);
+  if (c.str) {
+    if (!v.is_string()) return false;
+    bool eq = v.get<std::string>() == c.str;
+    return c.op == CondOp::Eq ? eq : c.op == CondOp::Ne ? !eq : false;
+  }
+  if (!v.is_number()) return false;
+  double x = v.get<double>();
+  switch (c.op) {
+    case CondOp::Eq: return x == c.num;
+    case CondOp::Ne: return x != c.num;
+    case CondOp::Lt: return x < c.num;
+    case CondOp::Ge: return x >= c.num;
+  }
+  return false;
+}
 
 const std::vector<RuleRow>& common_rule_rows() {
   static const std::vector<RuleRow> rows = {

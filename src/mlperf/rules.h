@@ -35,6 +35,9 @@ struct RuleCond {
   double num;
 };
 
+// Whether `c` holds in `config` (an absent key, or a value of the other type, does not).
+bool cond_holds(const RuleCond& c, const nlohmann::json& config);
+
 struct RuleRow {
   const char* scale;              // "mini", "reference" or "*"
   const char* name;               // "resnet.sgd_lr_multiple_of_0.001"

@@ -1,3 +1,4 @@
+#include "scaling/least_squares.h"
 #include "scaling/convergence.h"
 
 #include <algorithm>
@@ -31,24 +32,13 @@ McCandlishFit fit_mccandlish(const std::vector<RcpPoint>& rcps) {
   for (const RcpPoint& p : rcps)
     if (!p.epochs.empty()) xy.emplace_back(static_cast<double>(p.global_batch), mean_of(p.epochs));
   if (xy.size() < 2) return f;
-  double mx = 0, my = 0;
-  for (auto [x, y] : xy) {
-    mx += x;
-    my += y;
-  }
-  mx /= xy.size();
-  my /= xy.size();
-  double sxx = 0, sxy = 0;
-  for (auto [x, y] : xy) {
-    sxx += (x - mx) * (x - mx);
-    sxy += (x - mx) * (y - my);
-  }
-  if (!(sxx > 0)) return f;
-  double b = sxy / sxx;
-  double a = my - b * mx;
+  const LineFit line = fit_line(xy);
+  if (!(line.sxx > 0)) return f;
+  double b = line.slope;
+  double a = line.intercept;
   if (b <= 0) {  // epochs do not grow with the batch over these points: no critical batch in sight
     b = 0.0;
-    a = my;
+    a = line.mean_y;
   }
   if (!(a > 0)) return f;
   f.e_min = a;

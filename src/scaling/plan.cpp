@@ -144,25 +144,6 @@ std::vector<int64_t> default_batches(const ConvergenceModel& m, int ranks, int m
 
 namespace {
 
-bool cond_holds_here(const RuleCond& c, const nlohmann::json& config) {
-  auto it = config.find(c.key);
-  if (it == config.end()) return false;
-  if (c.str) {
-    const std::string s = it->is_string() ? it->get<std::string>() : it->dump();
-    if (c.op == CondOp::Eq) return s == c.str;
-    if (c.op == CondOp::Ne) return s != c.str;
-    return false;
-  }
-  if (!it->is_number()) return false;
-  const double x = it->get<double>();
-  switch (c.op) {
-    case CondOp::Eq: return x == c.num;
-    case CondOp::Ne: return x != c.num;
-    case CondOp::Lt: return x < c.num;
-    case CondOp::Ge: return x >= c.num;
-  }
-  return false;
-}
 
 const char* op_text(CondOp op) {
   switch (op) {
@@ -198,7 +179,7 @@ std::vector<std::string> batch_rule_notes(const BenchmarkSpec& spec, const std::
     bool applies = true;
     std::string conds;
     for (const RuleCond& c : r.when) {
-      applies = applies && cond_holds_here(c, config);
+      applies = applies && cond_holds(c, config);
       conds += (conds.empty() ? "" : " and ") + std::string(c.key) + " " + op_text(c.op) + " " +
                (c.str ? std::string(c.str) : fmt("%g", c.num));
     }

@@ -1,3 +1,4 @@
+#include "scaling/least_squares.h"
 #include "scaling/step_model.h"
 
 #include <algorithm>
@@ -75,22 +76,11 @@ ScalingProfile fit_profile(const std::vector<MeasuredStep>& points, const std::v
   p.other_s = other / xy.size();
   p.compute_cv = cv / xy.size();
   p.eval_s_per_sample = evals ? eval / evals : 0.0;
-  double mx = 0, my = 0;
-  for (auto [x, y] : xy) {
-    mx += x;
-    my += y;
-  }
-  mx /= xy.size();
-  my /= xy.size();
-  double sxx = 0, sxy = 0;
-  for (auto [x, y] : xy) {
-    sxx += (x - mx) * (x - mx);
-    sxy += (x - mx) * (y - my);
-  }
-  const bool two_batches = sxx > 1e-12 * mx * mx;
-  if (two_batches && sxy > 0) {
-    p.seconds_per_sample = sxy / sxx;
-    p.fixed_compute_s = my - p.seconds_per_sample * mx;
+  const LineFit line = fit_line(xy);
+  const bool two_batches = line.sxx > 1e-12 * line.mean_x * line.mean_x;
+  if (two_batches && line.sxy > 0) {
+    p.seconds_per_sample = line.slope;
+    p.fixed_compute_s = line.intercept;
     if (p.fixed_compute_s < 0) {  // a negative intercept is noise: through the origin instead
       double sx2 = 0, sx_y = 0;
       for (auto [x, y] : xy) {
@@ -101,7 +91,7 @@ ScalingProfile fit_profile(const std::vector<MeasuredStep>& points, const std::v
       p.fixed_compute_s = 0.0;
     }
   } else {
-    p.seconds_per_sample = my / mx;
+    p.seconds_per_sample = line.mean_y / line.mean_x;
     p.fixed_compute_s = 0.0;
   }
 
