@@ -119,6 +119,7 @@ struct PlanArgs {
   std::string profile;             // scale.json from `mlperf-dist scale` (its "profile")
   std::vector<int64_t> batches;    // candidates; empty: default_batches
   int ranks_per_node = 0;          // 0: 8 (DGX) on presets, the profile's cores on host
+  std::vector<int> sweep;        // also the best plan at each of these rank counts
   int max_per_rank_batch = 0;  // 0: 256 with a device figure; with --profile, up to the largest RCP batch
   std::string algo = "auto";       // auto|ring|tree|hierarchical|allgather
   double overlap = -1;             // -1: the profile's (device figure: 0)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "scaling/device.h"
 #include "scaling/plan.h"
@@ -39,6 +40,11 @@ void add_plan_command(CLI::App& app, PlanArgs& a) {
                 "Published compute figure per device (reference scale, no --profile): a100 or h100")
       ->capture_default_str();
   c->add_option("--profile", a.profile, "scale.json written by `mlperf-dist scale` (its fitted profile)");
+  c->add_option("--sweep", a.sweep,
+                "Also print the best batch, step, efficiency and time to train at each of these rank counts "
+                "(comma-separated, e.g. 8,16,32,64,128,256,512,1024)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 24));
   c->add_option("--batches", a.batches, "Candidate global batches (comma-separated), each a multiple of --ranks")
       ->delimiter(',');
   c->add_option("--ranks-per-node", a.ranks_per_node,
@@ -209,36 +215,55 @@ int run_plan_command(const PlanArgs& a) {
   } else if (have_file) {
     algo_note = "the backend measured by scale";
   } else {
-    profile.algo = fastest_algo(net.intra, net.inter, a.ranks, ranks_per_node, profile.grad_bytes);
     algo_note = "auto: the fastest at this size";
   }
+  const auto algo_at = [&](int n) {
+    return algo || have_file ? profile.algo
+                             : fastest_algo(net.intra, net.inter, n, std::min(rpn, n), profile.grad_bytes);
+  };
+  profile.algo = algo_at(a.ranks);
   std::string algo_times;
   for (AllreduceAlgo x : {AllreduceAlgo::ring, AllreduceAlgo::tree, AllreduceAlgo::hierarchical})
     algo_times +=
         std::string(algo_times.empty() ? "" : ", ") + algo_name(x) +
         fmtd(" %.3f ms", 1e3 * allreduce_seconds(x, net.intra, net.inter, a.ranks, ranks_per_node, profile.grad_bytes));
 
-  PlanInputs in;
-  in.benchmark = benchmark;
-  in.scale = scale;
-  // An epoch in the unit of the global batch: measured by `scale` where the profile has it (ncf's
-  // batch counts its negatives too), else the scale's train_samples.
-  in.train_samples = profile.epoch_work > 0 ? static_cast<int64_t>(std::llround(profile.epoch_work)) : sc.train_samples;
-  in.eval_samples = sc.eval_samples;
-  in.convergence = make_convergence(sc.rcps);
-  in.profile = profile;
-  in.network = net;
-  in.ranks = a.ranks;
-  in.ranks_per_node = ranks_per_node;
-  // A device's memory bounds its per-rank batch (256 images on a GPU); a measured host has no such
-  // figure, so its candidates reach the largest convergence point.
-  int max_per_rank = a.max_per_rank_batch;
-  if (max_per_rank == 0) {
-    max_per_rank = 256;
-    if (have_file && !sc.rcps.empty())
-      max_per_rank = static_cast<int>(std::max<int64_t>(256, sc.rcps.back().global_batch / a.ranks));
-  }
-  in.batches = a.batches.empty() ? default_batches(in.convergence, a.ranks, max_per_rank) : a.batches;
+  // The inputs at n ranks: everything but the ranks, their nodes, the algorithm (auto: the fastest
+  // at n) and the candidate batches is the same for every n.
+  const auto inputs_at = [&](int n) {
+    PlanInputs in;
+    in.benchmark = benchmark;
+    in.scale = scale;
+    // An epoch in the unit of the global batch: measured by `scale` where the profile has it (ncf's
+    // batch counts its negatives too), else the scale's train_samples.
+    in.train_samples =
+        profile.epoch_work > 0 ? static_cast<int64_t>(std::llround(profile.epoch_work)) : sc.train_samples;
+    in.eval_samples = sc.eval_samples;
+    in.convergence = make_convergence(sc.rcps);
+    in.profile = profile;
+    in.profile.algo = algo_at(n);
+    in.network = net;
+    in.ranks = n;
+    in.ranks_per_node = std::min(rpn, n);
+    // A device's memory bounds its per-rank batch (256 images on a GPU); a measured host has no such
+    // figure, so its candidates reach the largest convergence point.
+    int max_per_rank = a.max_per_rank_batch;
+    if (max_per_rank == 0) {
+      max_per_rank = 256;
+      if (have_file && !sc.rcps.empty())
+        max_per_rank = static_cast<int>(std::max<int64_t>(256, sc.rcps.back().global_batch / n));
+    }
+    if (a.batches.empty()) {
+      in.batches = default_batches(in.convergence, n, max_per_rank);
+    } else if (n == a.ranks) {
+      in.batches = a.batches;  // make_plan names a candidate that does not divide
+    } else {
+      for (int64_t b : a.batches)
+        if (b >= n && b % n == 0) in.batches.push_back(b);
+    }
+    return in;
+  };
+  const PlanInputs in = inputs_at(a.ranks);
   if (in.train_samples < 1)
     throw UserError("plan: " + benchmark + " at scale " + scale + " has no fixed epoch size (train_samples)",
                     kExitUsage);
@@ -289,14 +314,49 @@ int run_plan_command(const PlanArgs& a) {
           "   defaults are a starting point, not a tuned configuration for this batch)\n");
   }
 
+  // Across rank counts: each its own best batch, everything else as above.
+  nlohmann::json sweep = nlohmann::json::array();
+  if (!a.sweep.empty()) {
+    std::printf("\nacross rank counts (each at its own best batch; %s):\n", net.name.c_str());
+    std::printf("  %7s %6s %-12s %9s %7s %7s %9s %8s %6s %10s  %s\n", "ranks", "nodes", "allreduce", "batch", "/rank",
+                "epochs", "step ms", "comm ms", "eff %", "time min", "bound");
+    for (int n : a.sweep) {
+      const PlanInputs at = inputs_at(n);
+      if (at.batches.empty()) {
+        std::printf("  %7d  (no candidate batch divides over %d ranks)\n", n, n);
+        continue;
+      }
+      const Plan p = make_plan(at);
+      const PlanRow& r = p.rows[p.best];
+      const int nodes_n = (n + at.ranks_per_node - 1) / at.ranks_per_node;
+      std::printf("  %7d %6d %-12s %9lld %7.0f %7.2f %9.3f %8.3f %6.1f %10.2f  %s%s\n", n, nodes_n,
+                  algo_name(at.profile.algo), static_cast<long long>(r.global_batch), r.step.per_rank_batch,
+                  r.epochs.epochs, r.step.total_s * 1e3, r.step.comm_s * 1e3, r.step.efficiency * 100, r.time_s / 60,
+                  bound_name(r.bound), r.past_critical ? ", past the critical batch" : "");
+      sweep.push_back({{"ranks", n},
+                       {"nodes", nodes_n},
+                       {"algo", algo_name(at.profile.algo)},
+                       {"global_batch", r.global_batch},
+                       {"epochs", r.epochs.epochs},
+                       {"step_s", r.step.total_s},
+                       {"comm_s", r.step.comm_s},
+                       {"efficiency", r.step.efficiency},
+                       {"time_to_train_s", r.time_s},
+                       {"bound", bound_name(r.bound)}});
+    }
+  }
+
   if (!a.json.empty()) {
     nlohmann::json j = plan_to_json(plan);
     j["rules_at_chosen_batch"] = notes;
     j["compute_source"] = compute_source;
-    std::ofstream out(a.json);
-    if (!out) throw UserError("plan: --json " + a.json + ": cannot be written", kExitUsage);
-    out << j.dump(2) << "\n";
-    if (!out) throw UserError("plan: --json " + a.json + ": write failed", kExitUsage);
+    if (!a.sweep.empty()) j["sweep"] = sweep;
+    const std::string text = j.dump(2) + "\n";
+    try {
+      write_file_atomically(a.json, text.data(), text.size());
+    } catch (const std::exception& e) {
+      throw UserError("plan: --json " + a.json + ": " + e.what(), kExitUsage);
+    }
   }
   return kExitSuccess;
 }

@@ -66,4 +66,22 @@ expect2 "profile of another scale" "measured for resnet at scale mini" --ranks 8
 expect2 "mini without a profile" "needs --profile" --ranks 8 --scale mini
 expect2 "batch not a multiple of ranks" "not a positive multiple" --ranks 64 --batches 100,200
 expect2 "host network without a profile" "needs a link measured" --ranks 8 --network host
+expect2 "sweep of zero ranks" "" --ranks 8 --sweep 0,8
+
+# --sweep: one row per rank count, each the least time of its own plan (the JSON agrees).
+"$BIN" plan --benchmark resnet --scale reference --ranks 256 --network 200g --sweep 8,64,256,1024 \
+  --json "$WORK/sweep.json" > "$WORK/sweep.txt" || fail "plan --sweep failed"
+grep -A6 "^across rank counts" "$WORK/sweep.txt"
+python3 - "$WORK/sweep.json" <<'PY' || fail "plan --sweep JSON is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["sweep"]
+assert [r["ranks"] for r in s] == [8, 64, 256, 1024], s
+at256 = [r for r in s if r["ranks"] == 256][0]
+assert at256["global_batch"] == d["chosen_global_batch"], (at256, d["chosen_global_batch"])
+assert all(0 < r["efficiency"] <= 1 for r in s), s
+assert s[0]["nodes"] == 1 and s[-1]["nodes"] == 128, s
+times = [r["time_to_train_s"] for r in s]
+assert times == sorted(times, reverse=True), times   # more ranks, less time on this network
+PY
 echo "plan: OK"
