@@ -211,7 +211,8 @@ int run_scale_command(const ScaleArgs& a, const GlobalArgs&, const char* argv0) 
   if (started_by_mpi_launcher())
     throw UserError("scale starts the ranks itself: run it without mpirun/srun (inside an allocation it uses srun)", 2);
   const bool weak = !a.strong;
-  const int cores = a.cores_per_node > 0 ? a.cores_per_node : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores =
+      a.cores_per_node > 0 ? a.cores_per_node : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const fs::path out(a.output_dir);
   if (fs::exists(out / "scale.json"))
     throw UserError(out.string() + " already holds a scale.json: choose another --output-dir or move it away", 2);
@@ -274,12 +275,12 @@ int run_scale_command(const ScaleArgs& a, const GlobalArgs&, const char* argv0) 
   scaling::AllreduceAlgo algo = scaling::AllreduceAlgo::ring;
   scaling::ScalingProfile profile;
   std::string fits;
-  for (auto a : {scaling::AllreduceAlgo::ring, scaling::AllreduceAlgo::tree, scaling::AllreduceAlgo::allgather}) {
-    const scaling::ScalingProfile p = scaling::fit_profile(measured, comm, grad_bytes, cores, a, 1);
-    fits += fmt::format("{}{} {:.1f}%", fits.empty() ? "" : ", ", scaling::algo_name(a), 100.0 * p.comm_fit_rms);
-    if (a == scaling::AllreduceAlgo::ring || p.comm_fit_rms < profile.comm_fit_rms) {
-      profile = p;
-      algo = a;
+  for (auto formula : {scaling::AllreduceAlgo::ring, scaling::AllreduceAlgo::tree, scaling::AllreduceAlgo::allgather}) {
+    const scaling::ScalingProfile fit = scaling::fit_profile(measured, comm, grad_bytes, cores, formula, 1);
+    fits += fmt::format("{}{} {:.1f}%", fits.empty() ? "" : ", ", scaling::algo_name(formula), 100.0 * fit.comm_fit_rms);
+    if (formula == scaling::AllreduceAlgo::ring || fit.comm_fit_rms < profile.comm_fit_rms) {
+      profile = fit;
+      algo = formula;
     }
   }
   const std::string link_source =
