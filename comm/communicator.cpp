@@ -460,10 +460,11 @@ void allreduce_sum_device(Communicator& c, float* data, size_t n) {
 }
 
 std::vector<CommSpan> take_spans(Communicator& c) {
+  c.spans_dropped = 0;
+  if (c.spans.empty()) return {};  // keeps the reserved buffer: no allocation in a step without spans
   std::vector<CommSpan> out;
   out.swap(c.spans);
   c.spans.reserve(1024);
-  c.spans_dropped = 0;
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -100,15 +101,16 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
-// The configured global batch of the benchmark at this scale, with the user's --set applied.
-int64_t configured_global_batch(const ScaleArgs& a) {
+// What `train` would be asked, with the user's --set and any extra settings after them.
+RunRequest run_request(const ScaleArgs& a, const std::vector<std::string>& extra_sets = {}) {
   RunRequest req;
   req.benchmark = a.benchmark;
   req.scale = a.scale;
   req.sets = a.sets;
+  req.sets.insert(req.sets.end(), extra_sets.begin(), extra_sets.end());
   req.data_dir = a.data_dir;
   req.device = parse_device(a.device);
-  return resolve_run(req, 0, 1).run.global_batch;
+  return req;
 }
 
 std::vector<PointPlan> plan_points(const ScaleArgs& a, bool weak) {
@@ -120,7 +122,7 @@ std::vector<PointPlan> plan_points(const ScaleArgs& a, bool weak) {
     if (s.rfind(std::string(keys::kGlobalBatchSize) + "=", 0) == 0)
       throw UserError("--set global_batch_size: scale chooses the batch (use --strong, or --weak with "
                       "--per-rank-batch)", 2);
-  const int64_t configured = configured_global_batch(a);
+  const int64_t configured = resolve_run(run_request(a), 0, 1).run.global_batch;
   const int64_t per_rank = a.per_rank_batch > 0 ? a.per_rank_batch : configured / ranks.back();
   if (weak && per_rank < 1)
     throw UserError(fmt::format("the configured global batch {} is smaller than {} ranks", configured, ranks.back()), 2);
@@ -131,15 +133,8 @@ std::vector<PointPlan> plan_points(const ScaleArgs& a, bool weak) {
     p.global_batch = weak ? per_rank * n : configured;
     p.dir = (fs::path(a.output_dir) / fmt::format("ranks_{}", n)).string();
     // The rules (batch divisible by ranks, limits) are checked now, for every point, before any run.
-    RunRequest req;
-    req.benchmark = a.benchmark;
-    req.scale = a.scale;
-    req.sets = a.sets;
-    req.sets.push_back(fmt::format("{}={}", keys::kGlobalBatchSize, p.global_batch));
-    req.data_dir = a.data_dir;
-    req.device = parse_device(a.device);
     try {
-      resolve_run(req, 0, n);
+      resolve_run(run_request(a, {fmt::format("{}={}", keys::kGlobalBatchSize, p.global_batch)}), 0, n);
     } catch (const UserError& e) {
       throw UserError(fmt::format("{} ranks, global batch {}: {}", n, p.global_batch, e.what()), e.exit_code);
     }
@@ -184,23 +179,11 @@ void run_child(const std::vector<std::string>& argv, const std::string& log, con
                     code == kExitUsage ? kExitUsage : kExitInternal);
 }
 
-MeasuredStep measured_step(const nlohmann::json& j) {
-  MeasuredStep m;
-  m.ranks = j.at("ranks").get<int>();
-  m.ranks_per_node = j.at("ranks_per_node").get<int>();
-  m.global_batch = static_cast<int64_t>(std::llround(j.at("global_batch").get<double>()));
-  m.step_s = j.at("step_s").get<double>();
-  m.compute_s = j.at("compute_s").get<double>();
-  m.comm_s = j.at("comm_s").get<double>();
-  m.skew_s = j.at("skew_s").get<double>();
-  m.other_s = j.at("other_s").get<double>();
-  m.compute_cv = j.at("compute_cv").get<double>();
-  m.comm_busy_s = j.at("comm_busy_s").get<double>();
-  m.eval_s = j.at("eval_s").get<double>();
-  m.eval_samples = j.at("eval_samples").get<int64_t>();
-  m.eval_every_epochs = j.at("eval_every_epochs").get<int>();
-  m.steps_per_epoch = j.at("steps_per_epoch").get<int64_t>();
-  return m;
+// The point of a step_stats.json: its mean work per step rounded to whole samples (translation
+// batches vary in tokens), every other field read strictly (a missing one names the file).
+MeasuredStep measured_step(nlohmann::json stats, const std::string& path) {
+  stats["global_batch"] = std::llround(stats.at("global_batch").get<double>());
+  return scaling::measured_step_from_json(stats, path);
 }
 
 std::string ms(double s) { return fmt::format("{:.1f}", 1000.0 * s); }
@@ -243,9 +226,10 @@ int run_scale_command(const ScaleArgs& a, const GlobalArgs&, const char* argv0) 
     int code = 0;
     // --max-steps ends a run as aborted (exit 3) by design; to the target, 3 means not reached.
     run_child(argv, log, {kExitSuccess, kExitAborted}, &code);
-    nlohmann::json stats = read_json((fs::path(p.dir) / "step_stats.json").string());
+    const std::string stats_path = (fs::path(p.dir) / "step_stats.json").string();
+    nlohmann::json stats = read_json(stats_path);
     grad_bytes = stats.at("grad_bytes").get<double>();
-    const MeasuredStep m = measured_step(stats);
+    const MeasuredStep m = measured_step(stats, stats_path);
     measured.push_back(m);
     std::printf("%s ms per step, %.0f %s/s\n", ms(m.step_s).c_str(), stats.at("throughput").get<double>(),
                 stats.at("work_unit").get<std::string>().c_str());

@@ -320,7 +320,6 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
     trace->mark_s = t0;
     trace->first_in_step = true;
   }
-  take_spans(comm);  // spans from before the step (evaluation's collectives) are not this step's
   zero_grads(wl.store);
   grads_begin_step(comm);
   GradRouting routing{&comm, &wl.store, trace};
