@@ -57,6 +57,7 @@ inline constexpr const char* kOptWeightDecay = "opt_weight_decay";
 inline constexpr const char* kOptMomentum = "opt_momentum";  // not in mllog.constants; ours
 inline constexpr const char* kOptLearningRateWarmupEpochs = "opt_learning_rate_warmup_epochs";
 inline constexpr const char* kOptLearningRateWarmupSteps = "opt_learning_rate_warmup_steps";
+inline constexpr const char* kOptLearningRateWarmupFactor = "opt_learning_rate_warmup_factor";  // ssd, maskrcnn
 inline constexpr const char* kOptLearningRateDecayBoundaryEpochs = "opt_learning_rate_decay_boundary_epochs";
 inline constexpr const char* kOptLearningRateDecayFactor = "opt_learning_rate_decay_factor";
 inline constexpr const char* kOptLearningRateDecayPolyPower = "opt_learning_rate_decay_poly_power";  // ours
@@ -67,6 +68,12 @@ inline constexpr const char* kOptLearningRateRemainSteps = "opt_learning_rate_re
 inline constexpr const char* kOptLearningRateDecayInterval = "opt_learning_rate_decay_interval";
 inline constexpr const char* kOptLearningRateAltDecayFunc = "opt_learning_rate_alt_decay_func";
 inline constexpr const char* kOptLearningRateAltWarmupFunc = "opt_learning_rate_alt_warmup_func";
+// SSD (closed_ssd.yaml): crop attempts of the reference's random-crop sampler.
+inline constexpr const char* kMaxSamples = "max_samples";
+// Mask R-CNN (closed_maskrcnn.yaml).
+inline constexpr const char* kNumImageCandidates = "num_image_candidates";
+inline constexpr const char* kMinImageSize = "min_image_size";
+inline constexpr const char* kMaxImageSize = "max_image_size";
 // Translation: the longest sentence trained on, with metadata method truncate or discard.
 inline constexpr const char* kMaxSequenceLength = "max_sequence_length";
 
@@ -131,5 +138,8 @@ inline constexpr const char* kResnet = "resnet";
 inline constexpr const char* kNcf = "ncf";
 inline constexpr const char* kGnmt = "gnmt";
 inline constexpr const char* kTransformer = "transformer";
+inline constexpr const char* kSsd = "ssd";
+inline constexpr const char* kMaskrcnn = "maskrcnn";
+inline constexpr const char* kMinigo = "minigo";
 
 }  // namespace mlpd::keys

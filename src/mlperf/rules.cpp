@@ -55,8 +55,25 @@ std::string violation_of(const RuleRow& r, const nlohmann::json& v, const nlohma
         if (v.get<std::string>() == s) return "";
     return "is not one of {" + set + "}";
   }
+  if (r.kind == RuleKind::ElementsMultipleOf) {
+    const std::string want = "a list of " + std::to_string(r.nums.size()) + " numbers";
+    if (!v.is_array() || v.size() != r.nums.size()) return "is not " + want;
+    for (size_t i = 0; i < r.nums.size(); ++i) {
+      if (!v[i].is_number() || v[i].is_boolean()) return "is not " + want;
+      if (!is_integer(v[i].get<double>() / r.nums[i]))
+        return "has element " + std::to_string(i) + " not a multiple of " + num_text(r.nums[i]);
+    }
+    return "";
+  }
   if (!v.is_number() || v.is_boolean()) return "is not a number";
   const double x = v.get<double>();
+  if (r.kind == RuleKind::OneOfNumbers) {
+    for (double p : r.nums)
+      if (x == p) return "";
+    std::string set;
+    for (double p : r.nums) set += (set.empty() ? "" : ", ") + num_text(p);
+    return "is not one of {" + set + "}";
+  }
   if (r.kind == RuleKind::MultipleOfRanks) {
     const auto ranks = static_cast<double>(shape.ranks);
     return (x >= ranks && is_integer(x / ranks)) ? ""
@@ -89,6 +106,8 @@ std::string violation_of(const RuleRow& r, const nlohmann::json& v, const nlohma
     case RuleKind::AtMost:
       return x <= p ? "" : "must be at most " + num_text(p);
     case RuleKind::OneOf:
+    case RuleKind::OneOfNumbers:
+    case RuleKind::ElementsMultipleOf:
     case RuleKind::MultipleOfRanks:
     case RuleKind::DividesLocalBatch:
       break;
@@ -122,6 +141,16 @@ std::string kind_text(const RuleRow& r) {
     case RuleKind::Pow2Times: return num_text(r.nums.at(0)) + " * 2^N";
     case RuleKind::AtLeast: return ">= " + num_text(r.nums.at(0));
     case RuleKind::AtMost: return "<= " + num_text(r.nums.at(0));
+    case RuleKind::OneOfNumbers: {
+      std::string nums;
+      for (double p : r.nums) nums += (nums.empty() ? "" : ", ") + num_text(p);
+      return "one of {" + nums + "}";
+    }
+    case RuleKind::ElementsMultipleOf: {
+      std::string nums;
+      for (double p : r.nums) nums += (nums.empty() ? "" : ", ") + num_text(p);
+      return "a list whose elements are multiples of (" + nums + ")";
+    }
     case RuleKind::MultipleOfRanks: return "a positive multiple of the rank count";
     case RuleKind::DividesLocalBatch: return std::string("0 or a divisor of ") + r.strs.at(0) + " / ranks";
   }

@@ -19,6 +19,8 @@ enum class RuleKind {
   Pow2Times,   // value == nums[0] * 2^N, N an integer (log2 within 1e-5)
   AtLeast,     // value >= nums[0]
   AtMost,      // value <= nums[0]
+  OneOfNumbers,        // value is one of `nums`
+  ElementsMultipleOf,  // value is a list of nums.size() numbers, element i a multiple of nums[i]
   // Rank-dependent (skipped when the rank count is unknown):
   MultipleOfRanks,    // value is a positive multiple of the rank count
   DividesLocalBatch,  // value is 0 (= the per-rank batch) or divides (strs[0] / ranks), an integer

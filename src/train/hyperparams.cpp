@@ -68,8 +68,8 @@ Hyperparams read_hyperparams(const nlohmann::json& cfg) {
     if (!(o.epsilon > 0.0f)) throw UserError("opt_adam_epsilon must be positive", 2);
     return h;
   }
-  s.decay_epochs = cfg.at(kLrDecayEpochs).get<double>();
   if (o.name == kLars) {
+    s.decay_epochs = cfg.at(kLrDecayEpochs).get<double>();
     // MLPerf's LARS schedule is fixed: warmup then polynomial decay.
     o.momentum = cfg.at(kLarsOptMomentum).get<float>();
     o.weight_decay = cfg.at(kLarsOptWeightDecay).get<float>();
@@ -84,9 +84,19 @@ Hyperparams read_hyperparams(const nlohmann::json& cfg) {
     o.momentum = cfg.at(kOptMomentum).get<float>();
     o.weight_decay = cfg.at(kOptWeightDecay).get<float>();
     s.decay = cfg.at(kLrDecay).get<std::string>();
-    if (s.decay != "poly" && s.decay != "cosine" && s.decay != "step")
-      throw UserError("lr_decay = " + s.decay + ": use poly, cosine or step", 2);
+    if (s.decay != "poly" && s.decay != "cosine" && s.decay != "step" && s.decay != "ssd")
+      throw UserError("lr_decay = " + s.decay + ": use poly, cosine, step or ssd", 2);
     s.base_lr = cfg.at(kOptBaseLearningRate).get<double>();
+    if (s.decay == "ssd") {
+      // MLPerf's SSD: warmup in steps with an integer factor, then step decay at epoch boundaries.
+      s.warmup_steps = non_negative_steps(cfg, kOptLearningRateWarmupSteps);
+      s.warmup_factor = cfg.at(kOptLearningRateWarmupFactor).get<double>();
+      s.boundary_epochs = cfg.at(kOptLearningRateDecayBoundaryEpochs).get<std::vector<double>>();
+      s.factor = cfg.at(kOptLearningRateDecayFactor).get<double>();
+      if (!(s.warmup_factor >= 0.0)) throw UserError("opt_learning_rate_warmup_factor must be >= 0", 2);
+      return h;
+    }
+    s.decay_epochs = cfg.at(kLrDecayEpochs).get<double>();
     s.end_lr = cfg.at(kOptEndLearningRate).get<double>();
     s.poly_power = cfg.at(kOptLearningRateDecayPolyPower).get<double>();
     s.warmup_epochs = cfg.at(kOptLearningRateWarmupEpochs).get<double>();
@@ -132,6 +142,13 @@ std::vector<std::pair<std::string, nlohmann::json>> hyperparam_log_entries(const
   log.emplace_back(kOptBaseLearningRate, s.base_lr);
   log.emplace_back(kOptWeightDecay, o.weight_decay);
   log.emplace_back(kOptMomentum, o.momentum);
+  if (s.decay == "ssd") {  // closed_ssd.yaml's keys
+    log.emplace_back(kOptLearningRateWarmupSteps, s.warmup_steps);
+    log.emplace_back(kOptLearningRateWarmupFactor, s.warmup_factor);
+    log.emplace_back(kOptLearningRateDecayBoundaryEpochs, s.boundary_epochs);
+    log.emplace_back(kOptLearningRateDecayFactor, s.factor);
+    return log;
+  }
   log.emplace_back(kOptLearningRateWarmupEpochs, s.warmup_epochs);
   // The 0.7.0 checker's SGD rows (closed_resnet_sgd) name the schedule with sgd_opt_* keys.
   log.emplace_back(kSgdOptBaseLearningRate, s.base_lr);

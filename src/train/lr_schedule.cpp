@@ -23,6 +23,17 @@ double lr_at(const LrSchedule& s, int64_t step) {
     return s.base_lr * std::pow(s.factor, static_cast<double>(decays));
   }
   const double spe = static_cast<double>(std::max<int64_t>(1, s.steps_per_epoch));
+  if (s.decay == "ssd") {
+    const double t = static_cast<double>(step);
+    if (step < s.warmup_steps) {
+      const double w = static_cast<double>(s.warmup_steps);
+      return s.base_lr - (w - t) * s.base_lr / (w * std::pow(2.0, s.warmup_factor));
+    }
+    double lr = s.base_lr;
+    for (double b : s.boundary_epochs)
+      if (t >= b * spe) lr *= s.factor;
+    return lr;
+  }
   const double warmup_steps = s.warmup_epochs * spe;
   const double t = static_cast<double>(step);
   // Warmup from base_lr/warmup_steps up to base_lr (never exactly 0 on the first step).

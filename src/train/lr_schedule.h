@@ -8,7 +8,7 @@
 namespace mlpd {
 
 struct LrSchedule {
-  std::string decay = "cosine";  // "step", "cosine", "poly", "inverse_sqrt" or "gnmt"
+  std::string decay = "cosine";  // "step", "cosine", "poly", "ssd", "inverse_sqrt" or "gnmt"
   double base_lr = 0.1;
   double end_lr = 0.0;           // cosine and poly end here at total_steps
   double poly_power = 2.0;
@@ -22,7 +22,11 @@ struct LrSchedule {
   //   "gnmt": MLPerf's GNMT reference: exponential warmup from base_lr/100 over warmup_steps, then
   //           base_lr until remain_steps, then times decay_factor every decay_interval steps, at
   //           most decay_count times.
+  //   "ssd": MLPerf's SSD reference: linear warmup over warmup_steps from base_lr*(1 - 2^-f) / ...
+  //          (lr = base_lr - (warmup_steps - t) * base_lr / (warmup_steps * 2^f), f = warmup_factor,
+  //          an integer >= 0), then `factor` at each of boundary_epochs.
   int64_t warmup_steps = 0;
+  double warmup_factor = 0.0;
   int64_t remain_steps = 0;
   int64_t decay_interval = 1;
   int64_t decay_count = 0;

@@ -44,6 +44,28 @@ TEST(LrSchedule, StepDecayAtBoundaries) {
   EXPECT_NEAR(lr_at(s, 45), 0.01, 1e-12);
 }
 
+TEST(LrSchedule, SsdWarmupWithFactorThenStepsAtEpochs) {
+  LrSchedule s;
+  s.decay = "ssd";
+  s.base_lr = 0.8;
+  s.warmup_steps = 100;
+  s.warmup_factor = 0;
+  s.boundary_epochs = {4, 5};
+  s.factor = 0.1;
+  s.steps_per_epoch = 50;
+  // factor 0: from 0 at step 0 linearly to base at warmup_steps (MLPerf SSD reference).
+  EXPECT_DOUBLE_EQ(lr_at(s, 0), 0.0);
+  EXPECT_DOUBLE_EQ(lr_at(s, 50), 0.4);
+  EXPECT_DOUBLE_EQ(lr_at(s, 100), 0.8);
+  EXPECT_DOUBLE_EQ(lr_at(s, 199), 0.8);
+  EXPECT_NEAR(lr_at(s, 200), 0.08, 1e-12);
+  EXPECT_NEAR(lr_at(s, 250), 0.008, 1e-12);
+  // factor 1: starts at half the base, the drop spread over the warmup.
+  s.warmup_factor = 1;
+  EXPECT_DOUBLE_EQ(lr_at(s, 0), 0.4);
+  EXPECT_DOUBLE_EQ(lr_at(s, 50), 0.6);
+}
+
 TEST(Optimizer, SgdMomentumMatchesHandComputedSteps) {
   ParamStore s;
   add_param(s, "w", 1, ParamKind::weight);

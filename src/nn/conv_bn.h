@@ -1,0 +1,71 @@
+// Convolution + batch norm (+ ReLU) units and ResNet basic blocks as building blocks of CNN
+// backbones (the ssd backbone and its extra layers). Each unit owns its output and the buffer of
+// the gradient at its convolution's output, allocated once at build from the model's
+// DeviceBuffers, so backward needs no pool of scratch buffers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/arena.h"
+#include "core/param_store.h"
+#include "kernels/device.h"
+#include "nn/layers.h"
+
+namespace mlpd::nn {
+
+using ReadyFn = std::function<void(size_t view)>;
+
+struct ConvBnSpec {
+  int max_batch = 1;
+  float bn_momentum = 0.9f;
+  float bn_eps = 1e-5f;
+};
+
+struct ConvBn {
+  Conv2d conv;
+  BatchNorm bn;         // bn.y is the unit's output; bn.relu fuses the ReLU (and bn.residual the add)
+  int out_h = 0, out_w = 0, c_out = 0;
+  size_t out_per_image = 0;
+  float* dconv = nullptr;  // gradient at the conv's output (the BN's input), [max_batch, out_per_image]
+};
+
+// Registers conv weight, gamma, beta (in that order) and the running statistics.
+ConvBn make_conv_bn(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
+                    const float* x, int h, int w, int c_in, int c_out, int k, int stride, int pad, bool relu);
+void forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, bool train);
+// dy: gradient at the unit's output (the fused ReLU's mask is applied here). dx nullable (the stem);
+// accumulate_dx adds into dx. Calls ready(beta), ready(gamma), ready(conv weight).
+void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
+              bool accumulate_dx, const ReadyFn& ready);
+size_t scratch_floats(const OpTable& o, const ConvBn& u, int n);
+// He-normal (fan_out) conv weight, gamma 1 (0 with zero_gamma), beta 0, running mean 0, var 1;
+// view v draws from Rng{seed, v}.
+void init_conv_bn(const ConvBn& u, ParamStore& s, uint64_t seed, bool zero_gamma = false);
+double conv_flops_per_image(const Conv2d& c);  // 2 * multiply-adds
+
+// ResNet basic block: relu(bn(conv3x3(relu(bn(conv3x3_s(x))))) + shortcut(x)), the shortcut a 1x1
+// conv + BN where the stride or the width changes.
+struct BasicBlock {
+  ConvBn a, b;
+  bool has_proj = false;
+  ConvBn proj;
+  const float* in = nullptr;
+  float* out = nullptr;      // b.bn.y
+  float* dout_masked = nullptr;  // the output gradient through the final ReLU
+  float* dmid = nullptr;     // gradient at a's output
+  size_t in_per_image = 0, out_per_image = 0;
+  int out_h = 0, out_w = 0, c_out = 0;
+};
+
+BasicBlock make_basic_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
+                            const float* x, int h, int w, int c_in, int c_out, int stride);
+void forward(const OpTable& o, const BasicBlock& blk, ParamStore& s, Arena& a, int n, bool train);
+void backward(const OpTable& o, const BasicBlock& blk, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
+              bool accumulate_dx, const ReadyFn& ready);
+size_t scratch_floats(const OpTable& o, const BasicBlock& blk, int n);
+void init_basic_block(const BasicBlock& blk, ParamStore& s, uint64_t seed, bool zero_init_residual);
+double flops_per_image(const BasicBlock& blk);
+
+}  // namespace mlpd::nn

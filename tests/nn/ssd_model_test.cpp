@@ -1,0 +1,139 @@
+// The SSD network (src/workloads/ssd/ssd_model.h): priors, output layout, and its backward against
+// finite differences of a linear function of its outputs (so the test checks the network alone; the
+// multibox loss has its own tests in tests/kernels).
+#include <gtest/gtest.h>
+
+#include <cblas.h>
+
+#include <cmath>
+#include <vector>
+
+#include "../kernels/grad_check.h"
+#include "core/arena.h"
+#include "core/param_store.h"
+#include "core/rng.h"
+#include "workloads/ssd/ssd_model.h"
+
+using namespace mlpd;
+
+namespace {
+
+// A small architecture with every kind of part: a strided stem with max pool, a stage with a
+// projection and one without, two extras (one strided, one valid-padded), aspect ratios 2 and 3.
+SsdSpec tiny_spec(int size = 16) {
+  SsdSpec s;
+  s.variant = "tiny";
+  s.in_h = s.in_w = size;
+  s.in_c = 1;
+  s.classes = 3;
+  s.stem_channels = 4;
+  s.stem_kernel = 3;
+  s.stem_stride = 1;
+  s.stem_maxpool = true;  // halves the map
+  s.stages = {{4, 1, 1}, {6, 1, 2}};  // identity shortcut, then a projection
+  s.extras = {{3, 5, 2, 1}, {3, 4, 1, 1}};  // at 16x16: maps 4, 2, 2
+  s.maps = {{0.2, 0.4, {2.0}}, {0.4, 0.6, {2.0, 3.0}}, {0.6, 0.8, {}}};
+  s.max_batch = 2;
+  return s;
+}
+
+struct Model {
+  ParamStore store;
+  std::unique_ptr<Ssd> net;
+  Arena arena;
+  explicit Model(const SsdSpec& spec) {
+    openblas_set_num_threads(1);
+    net = build_ssd(spec, store);
+    finalize_params(store);
+    init_ssd(*net, store, 11);
+    arena_init(arena, ssd_arena_bytes(*net, spec.max_batch));
+  }
+};
+
+}  // namespace
+
+TEST(SsdModel, PriorsFollowTheMapsAndAspectRatios) {
+  Model m(tiny_spec());
+  // 4x4 map, 4 boxes per cell; 2x2, 6 per cell; 2x2, 2 per cell.
+  EXPECT_EQ(ssd_num_priors(*m.net), 16 * 4 + 4 * 6 + 4 * 2);
+  const std::vector<float>& p = ssd_priors(*m.net);
+  ASSERT_EQ(p.size(), size_t(ssd_num_priors(*m.net)) * 4);
+  // First cell of the first map: centre (1/8, 1/8), (s, s), (s', s'), then ratio 2 and its transpose.
+  EXPECT_FLOAT_EQ(p[0], 0.125f);
+  EXPECT_FLOAT_EQ(p[1], 0.125f);
+  EXPECT_FLOAT_EQ(p[2], 0.2f);
+  EXPECT_FLOAT_EQ(p[3], 0.2f);
+  EXPECT_NEAR(p[6], std::sqrt(0.2 * 0.4), 1e-6);
+  EXPECT_NEAR(p[10], 0.2 * std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(p[11], 0.2 / std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(p[14], 0.2 / std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(p[15], 0.2 * std::sqrt(2.0), 1e-6);
+  // Second cell: one step right.
+  EXPECT_FLOAT_EQ(p[16], 0.375f);
+  for (float v : p) {
+    EXPECT_GE(v, 0.0f);
+    EXPECT_LE(v, 1.0f);
+  }
+}
+
+TEST(SsdModel, NamedArchitecturesBuild) {
+  for (const char* v : {"ssd_mini", "ssd300"}) {
+    const int size = std::string(v) == "ssd300" ? 300 : 96;
+    SsdSpec spec = ssd_spec(v, size, size, std::string(v) == "ssd300" ? 3 : 1, 11, 1);
+    ParamStore store;
+    auto net = build_ssd(spec, store);
+    EXPECT_EQ(ssd_num_priors(*net), std::string(v) == "ssd300" ? 8732 : 846) << v;
+  }
+  EXPECT_THROW(ssd_spec("ssd512", 96, 96, 1, 11, 1), std::exception);
+}
+
+TEST(SsdModel, GradientsMatchFiniteDifferencesOfALinearReadout) {
+  // 24x24: the last map is 3x3, so its batch norm sees 18 rows (at 2x2 an all-equal channel sits
+  // exactly on the ReLU's kink, where no finite difference agrees with any subgradient).
+  const SsdSpec spec = tiny_spec(24);
+  Model m(spec);
+  const int n = 2, P = ssd_num_priors(*m.net), C = spec.classes;
+  Rng r{3, 1};
+  std::vector<float> x(size_t(n) * 24 * 24);
+  for (auto& v : x) v = r.normal();
+  std::vector<float> wc(size_t(n) * P * C), wl(size_t(n) * P * 4);
+  for (auto& v : wc) v = r.normal();
+  for (auto& v : wl) v = r.normal();
+  auto readout = [&] {
+    arena_reset(m.arena);
+    const SsdOutputs o = ssd_forward(*m.net, m.store, m.arena, x.data(), n, true);
+    return test::dot(o.conf, wc.data(), wc.size()) + test::dot(o.loc, wl.data(), wl.size());
+  };
+  readout();
+  std::fill(m.store.grads.begin(), m.store.grads.end(), 0.0f);
+  std::vector<size_t> order;
+  ssd_backward(*m.net, m.store, m.arena, wc.data(), wl.data(), n, [&](size_t v) { order.push_back(v); });
+  // Every view exactly once, in reverse registration order (what the gradient buckets expect).
+  ASSERT_EQ(order.size(), m.store.views.size());
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], order.size() - 1 - i);
+  // Batch norm over 2 images of tiny maps, and ReLU kinks everywhere under a readout that weighs
+  // every output: steps of 1e-3 and more cross kinks for some entries, steps of 1e-4 meet float
+  // rounding for others. Each entry must match at one of five steps (as the resnet test explains);
+  // a wrong gradient matches none.
+  Rng pick{5, 0};
+  int checked = 0;
+  for (size_t v = 0; v < m.store.views.size(); ++v) {
+    for (int t = 0; t < 2; ++t) {
+      const size_t i = m.store.views[v].offset + size_t(pick.next_u64() % m.store.views[v].count);
+      float& p = m.store.params[i];
+      const double a = m.store.grads[i];
+      bool ok = false;
+      double last = 0;
+      std::vector<double> all;
+      for (float eps : {1e-4f, 3e-4f, 1e-3f, 3e-3f, 1e-2f}) {
+        last = test::central_difference(readout, p, eps);
+        all.push_back(last);
+        if (std::fabs(a - last) <= 0.05 * std::max(std::fabs(a), std::fabs(last)) + 2e-3) ok = true;
+      }
+      EXPECT_TRUE(ok) << m.store.views[v].name << " entry " << i << ": analytic " << a << ", numeric " << all[0] << " " << all[1] << " " << all[2] << " " << all[3] << " " << all[4];
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, int(2 * m.store.views.size()));
+}
+
