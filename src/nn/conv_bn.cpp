@@ -68,42 +68,63 @@ double conv_flops_per_image(const Conv2d& c) {
   return 2.0 * double(d.out_h()) * d.out_w() * d.k * d.k * d.c_in * d.c_out;
 }
 
-BasicBlock make_basic_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
-                            const float* x, int h, int w, int c_in, int c_out, int stride) {
-  BasicBlock blk;
+ResidualBlock make_residual_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
+                                  const float* x, int h, int w, int c_in, const std::vector<UnitShape>& units) {
+  MLPD_CHECK(!units.empty(), "residual block without units: " + name);
+  ResidualBlock blk;
   blk.in = x;
   blk.in_per_image = size_t(h) * w * c_in;
-  blk.a = make_conv_bn(s, buf, spec, name + ".unit1", x, h, w, c_in, c_out, 3, stride, 1, true);
-  blk.b = make_conv_bn(s, buf, spec, name + ".unit2", blk.a.bn.y, blk.a.out_h, blk.a.out_w, c_out, c_out, 3, 1, 1,
-                       true);
-  if (stride != 1 || c_in != c_out) {
-    blk.has_proj = true;
-    blk.proj = make_conv_bn(s, buf, spec, name + ".downsample", x, h, w, c_in, c_out, 1, stride, 0, false);
-    MLPD_CHECK(blk.proj.out_per_image == blk.b.out_per_image, "basic block: shortcut shape mismatch in " + name);
+  const float* cur = x;
+  int ch = h, cw = w, cc = c_in, stride = 1;
+  for (size_t i = 0; i < units.size(); ++i) {
+    const UnitShape& u = units[i];
+    blk.main.push_back(make_conv_bn(s, buf, spec, name + ".unit" + std::to_string(i + 1), cur, ch, cw, cc, u.c_out,
+                                    u.k, u.stride, u.pad, true));
+    const ConvBn& made = blk.main.back();
+    cur = made.bn.y;
+    ch = made.out_h, cw = made.out_w, cc = u.c_out;
+    stride *= u.stride;
   }
-  blk.b.bn.residual = blk.has_proj ? blk.proj.bn.y : x;
-  blk.out = blk.b.bn.y;
-  blk.out_per_image = blk.b.out_per_image;
-  blk.out_h = blk.b.out_h;
-  blk.out_w = blk.b.out_w;
-  blk.c_out = c_out;
+  if (stride != 1 || cc != c_in) {
+    blk.has_proj = true;
+    blk.proj = make_conv_bn(s, buf, spec, name + ".downsample", x, h, w, c_in, cc, 1, stride, 0, false);
+    MLPD_CHECK(blk.proj.out_per_image == blk.main.back().out_per_image, "residual block: shortcut shape mismatch in " + name);
+  }
+  ConvBn& last = blk.main.back();
+  last.bn.residual = blk.has_proj ? blk.proj.bn.y : x;
+  blk.out = last.bn.y;
+  blk.out_per_image = last.out_per_image;
+  blk.out_h = ch;
+  blk.out_w = cw;
+  blk.c_out = cc;
   blk.dout_masked = buf.floats(blk.out_per_image * size_t(spec.max_batch));
-  blk.dmid = buf.floats(blk.a.out_per_image * size_t(spec.max_batch));
+  for (size_t i = 0; i + 1 < blk.main.size(); ++i)
+    blk.dunit.push_back(buf.floats(blk.main[i].out_per_image * size_t(spec.max_batch)));
   return blk;
 }
 
-void forward(const OpTable& o, const BasicBlock& blk, ParamStore& s, Arena& a, int n, bool train) {
-  if (blk.has_proj) forward(o, blk.proj, s, a, n, train);  // the residual b's BN adds
-  forward(o, blk.a, s, a, n, train);
-  forward(o, blk.b, s, a, n, train);
+ResidualBlock make_basic_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
+                               const float* x, int h, int w, int c_in, int c_out, int stride) {
+  return make_residual_block(s, buf, spec, name, x, h, w, c_in, {{c_out, 3, stride, 1}, {c_out, 3, 1, 1}});
 }
 
-void backward(const OpTable& o, const BasicBlock& blk, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
+ResidualBlock make_bottleneck_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec,
+                                    const std::string& name, const float* x, int h, int w, int c_in, int width,
+                                    int stride) {
+  return make_residual_block(s, buf, spec, name, x, h, w, c_in,
+                             {{width, 1, 1, 0}, {width, 3, stride, 1}, {4 * width, 1, 1, 0}});
+}
+
+void forward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& a, int n, bool train) {
+  if (blk.has_proj) forward(o, blk.proj, s, a, n, train);  // the residual the last unit's BN adds
+  for (const ConvBn& u : blk.main) forward(o, u, s, a, n, train);
+}
+
+void backward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
               bool accumulate_dx, const ReadyFn& ready) {
   // The final ReLU's mask applies to both the main path and the shortcut.
   float* g = blk.dout_masked;
   o.relu_backward(blk.out, dy, g, blk.out_per_image * size_t(n));
-  // Reverse registration order: shortcut, then unit2, then unit1.
   if (blk.has_proj) {
     backward(o, blk.proj, s, a, n, g, dx, accumulate_dx, ready);
   } else if (accumulate_dx) {
@@ -111,25 +132,32 @@ void backward(const OpTable& o, const BasicBlock& blk, ParamStore& s, Arena& a, 
   } else {
     copy_within(o.device, dx, g, sizeof(float) * blk.in_per_image * size_t(n));
   }
-  backward(o, blk.b, s, a, n, g, blk.dmid, false, ready);
-  backward(o, blk.a, s, a, n, blk.dmid, dx, true, ready);
+  const float* d = g;
+  for (size_t i = blk.main.size(); i-- > 0;) {
+    if (i == 0) {
+      backward(o, blk.main[0], s, a, n, d, dx, true, ready);
+    } else {
+      backward(o, blk.main[i], s, a, n, d, blk.dunit[i - 1], false, ready);
+      d = blk.dunit[i - 1];
+    }
+  }
 }
 
-size_t scratch_floats(const OpTable& o, const BasicBlock& blk, int n) {
-  size_t f = std::max(scratch_floats(o, blk.a, n), scratch_floats(o, blk.b, n));
-  if (blk.has_proj) f = std::max(f, scratch_floats(o, blk.proj, n));
+size_t scratch_floats(const OpTable& o, const ResidualBlock& blk, int n) {
+  size_t f = blk.has_proj ? scratch_floats(o, blk.proj, n) : 0;
+  for (const ConvBn& u : blk.main) f = std::max(f, scratch_floats(o, u, n));
   return f;
 }
 
-void init_basic_block(const BasicBlock& blk, ParamStore& s, uint64_t seed, bool zero_init_residual) {
-  init_conv_bn(blk.a, s, seed);
-  init_conv_bn(blk.b, s, seed, zero_init_residual);
+void init_residual_block(const ResidualBlock& blk, ParamStore& s, uint64_t seed, bool zero_init_residual) {
+  for (size_t i = 0; i < blk.main.size(); ++i)
+    init_conv_bn(blk.main[i], s, seed, zero_init_residual && i + 1 == blk.main.size());
   if (blk.has_proj) init_conv_bn(blk.proj, s, seed);
 }
 
-double flops_per_image(const BasicBlock& blk) {
-  double f = conv_flops_per_image(blk.a.conv) + conv_flops_per_image(blk.b.conv);
-  if (blk.has_proj) f += conv_flops_per_image(blk.proj.conv);
+double flops_per_image(const ResidualBlock& blk) {
+  double f = blk.has_proj ? conv_flops_per_image(blk.proj.conv) : 0.0;
+  for (const ConvBn& u : blk.main) f += conv_flops_per_image(u.conv);
   return f;
 }
 

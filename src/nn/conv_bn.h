@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/arena.h"
 #include "core/param_store.h"
@@ -45,27 +46,41 @@ size_t scratch_floats(const OpTable& o, const ConvBn& u, int n);
 void init_conv_bn(const ConvBn& u, ParamStore& s, uint64_t seed, bool zero_gamma = false);
 double conv_flops_per_image(const Conv2d& c);  // 2 * multiply-adds
 
-// ResNet basic block: relu(bn(conv3x3(relu(bn(conv3x3_s(x))))) + shortcut(x)), the shortcut a 1x1
-// conv + BN where the stride or the width changes.
-struct BasicBlock {
-  ConvBn a, b;
+// A ResNet residual block: relu(main(x) + shortcut(x)), main a chain of conv+BN units (ReLU after
+// each but the last, whose BN fuses the add and the final ReLU), the shortcut a 1x1 conv + BN where
+// the stride or the width changes, else the identity.
+//   basic:      3x3 (stride), 3x3                         (ResNet-18/34, resnet20, ssd backbones)
+//   bottleneck: 1x1, 3x3 (stride), 1x1 to 4x the width    (ResNet-50 v1.5: the stride on the 3x3)
+struct ResidualBlock {
+  std::vector<ConvBn> main;
   bool has_proj = false;
   ConvBn proj;
   const float* in = nullptr;
-  float* out = nullptr;      // b.bn.y
+  float* out = nullptr;          // the last unit's bn.y
   float* dout_masked = nullptr;  // the output gradient through the final ReLU
-  float* dmid = nullptr;     // gradient at a's output
+  std::vector<float*> dunit;     // gradient at unit i's output, for i < main.size() - 1
   size_t in_per_image = 0, out_per_image = 0;
   int out_h = 0, out_w = 0, c_out = 0;
 };
 
-BasicBlock make_basic_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
-                            const float* x, int h, int w, int c_in, int c_out, int stride);
-void forward(const OpTable& o, const BasicBlock& blk, ParamStore& s, Arena& a, int n, bool train);
-void backward(const OpTable& o, const BasicBlock& blk, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
+struct UnitShape {
+  int c_out, k, stride, pad;
+};
+// Units registered in order (each: conv weight, gamma, beta), then the shortcut.
+ResidualBlock make_residual_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
+                                  const float* x, int h, int w, int c_in, const std::vector<UnitShape>& units);
+ResidualBlock make_basic_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
+                               const float* x, int h, int w, int c_in, int c_out, int stride);
+ResidualBlock make_bottleneck_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec,
+                                    const std::string& name, const float* x, int h, int w, int c_in, int width,
+                                    int stride);
+void forward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& a, int n, bool train);
+// Views become ready in reverse registration order: the shortcut, then the units from the last.
+void backward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
               bool accumulate_dx, const ReadyFn& ready);
-size_t scratch_floats(const OpTable& o, const BasicBlock& blk, int n);
-void init_basic_block(const BasicBlock& blk, ParamStore& s, uint64_t seed, bool zero_init_residual);
-double flops_per_image(const BasicBlock& blk);
+size_t scratch_floats(const OpTable& o, const ResidualBlock& blk, int n);
+// zero_init_residual: the last unit's gamma starts at 0 (the block starts as its shortcut).
+void init_residual_block(const ResidualBlock& blk, ParamStore& s, uint64_t seed, bool zero_init_residual);
+double flops_per_image(const ResidualBlock& blk);
 
 }  // namespace mlpd::nn

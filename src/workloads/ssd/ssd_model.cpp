@@ -39,7 +39,7 @@ struct Ssd {
   bool has_maxpool = false;
   nn::MaxPool pool;
   float* dpool_in = nullptr;  // gradient at the stem's output when a max pool follows
-  std::vector<nn::BasicBlock> blocks;
+  std::vector<nn::ResidualBlock> blocks;
   std::vector<float*> dblock_in;  // gradient at each block's input
   std::vector<Extra> extras;
   std::vector<Head> heads;        // one per feature map: the last block's output, then each extra's
@@ -164,7 +164,7 @@ std::unique_ptr<Ssd> build_ssd(const SsdSpec& spec, ParamStore& s) {
       const int stride = b == 0 ? spec.stages[st].stride : 1;
       const std::string name = "layer" + std::to_string(st + 1) + "." + std::to_string(b);
       n.blocks.push_back(nn::make_basic_block(s, n.buffers, cb, name, x, h, w, c, spec.stages[st].channels, stride));
-      const nn::BasicBlock& blk = n.blocks.back();
+      const nn::ResidualBlock& blk = n.blocks.back();
       n.dblock_in.push_back(n.buffers.floats(mb * blk.in_per_image));
       n.flops += nn::flops_per_image(blk);
       x = blk.out;
@@ -200,7 +200,7 @@ std::unique_ptr<Ssd> build_ssd(const SsdSpec& spec, ParamStore& s) {
 void init_ssd(Ssd& n, ParamStore& s, uint64_t seed) {
   MLPD_CHECK(!on_device(s), "init_ssd writes the host buffers: call it before place_store_on");
   nn::init_conv_bn(n.stem, s, seed);
-  for (const nn::BasicBlock& b : n.blocks) nn::init_basic_block(b, s, seed, false);
+  for (const nn::ResidualBlock& b : n.blocks) nn::init_residual_block(b, s, seed, false);
   for (const Extra& e : n.extras) {
     nn::init_conv_bn(e.reduce, s, seed);
     nn::init_conv_bn(e.expand, s, seed);
@@ -222,7 +222,7 @@ void init_ssd(Ssd& n, ParamStore& s, uint64_t seed) {
 size_t ssd_arena_bytes(const Ssd& n, int batch) {
   const OpTable& o = *n.ops;
   size_t f = nn::scratch_floats(o, n.stem, batch);
-  for (const nn::BasicBlock& b : n.blocks) f = std::max(f, nn::scratch_floats(o, b, batch));
+  for (const nn::ResidualBlock& b : n.blocks) f = std::max(f, nn::scratch_floats(o, b, batch));
   for (const Extra& e : n.extras)
     f = std::max({f, nn::scratch_floats(o, e.reduce, batch), nn::scratch_floats(o, e.expand, batch)});
   for (const Head& hd : n.heads)
@@ -239,7 +239,7 @@ SsdOutputs ssd_forward(Ssd& n, ParamStore& s, Arena& a, const float* x, int batc
   copy_to_device(n.spec.device, n.input, x, sizeof(float) * n.input_per_image * size_t(batch));
   nn::forward(o, n.stem, s, a, batch, train);
   if (n.has_maxpool) nn::forward(o, n.pool, batch);
-  for (const nn::BasicBlock& b : n.blocks) nn::forward(o, b, s, a, batch, train);
+  for (const nn::ResidualBlock& b : n.blocks) nn::forward(o, b, s, a, batch, train);
   for (const Extra& e : n.extras) {
     nn::forward(o, e.reduce, s, a, batch, train);
     nn::forward(o, e.expand, s, a, batch, train);
