@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "../kernels/grad_check.h"
+#include "model_grad_check.h"
 #include "core/arena.h"
 #include "core/param_store.h"
 #include "core/rng.h"
@@ -108,32 +108,7 @@ TEST(SsdModel, GradientsMatchFiniteDifferencesOfALinearReadout) {
   std::fill(m.store.grads.begin(), m.store.grads.end(), 0.0f);
   std::vector<size_t> order;
   ssd_backward(*m.net, m.store, m.arena, wc.data(), wl.data(), n, [&](size_t v) { order.push_back(v); });
-  // Every view exactly once, in reverse registration order (what the gradient buckets expect).
-  ASSERT_EQ(order.size(), m.store.views.size());
-  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], order.size() - 1 - i);
-  // Batch norm over 2 images of tiny maps, and ReLU kinks everywhere under a readout that weighs
-  // every output: steps of 1e-3 and more cross kinks for some entries, steps of 1e-4 meet float
-  // rounding for others. Each entry must match at one of five steps (as the resnet test explains);
-  // a wrong gradient matches none.
-  Rng pick{5, 0};
-  int checked = 0;
-  for (size_t v = 0; v < m.store.views.size(); ++v) {
-    for (int t = 0; t < 2; ++t) {
-      const size_t i = m.store.views[v].offset + size_t(pick.next_u64() % m.store.views[v].count);
-      float& p = m.store.params[i];
-      const double a = m.store.grads[i];
-      bool ok = false;
-      double last = 0;
-      std::vector<double> all;
-      for (float eps : {1e-4f, 3e-4f, 1e-3f, 3e-3f, 1e-2f}) {
-        last = test::central_difference(readout, p, eps);
-        all.push_back(last);
-        if (std::fabs(a - last) <= 0.05 * std::max(std::fabs(a), std::fabs(last)) + 2e-3) ok = true;
-      }
-      EXPECT_TRUE(ok) << m.store.views[v].name << " entry " << i << ": analytic " << a << ", numeric " << all[0] << " " << all[1] << " " << all[2] << " " << all[3] << " " << all[4];
-      ++checked;
-    }
-  }
-  EXPECT_EQ(checked, int(2 * m.store.views.size()));
+  test::expect_reverse_view_order(m.store, order);
+  test::expect_view_grads_match(m.store, readout);
 }
 
