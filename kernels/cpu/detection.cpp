@@ -1,0 +1,344 @@
+// The detection ops (ssd, maskrcnn) on the CPU: SSD target assignment, the fused multibox loss,
+// SSD post-processing (decode, softmax, per-class top-k and NMS, top detections), and greedy NMS of
+// sorted boxes. RoIAlign is in roi_align.cpp.
+//
+// Every decision (a match, a mined negative, a candidate's rank, a suppression) is taken on values
+// that the CUDA ops (kernels/cuda/detection.cu) compute bit for bit the same way:
+//   - IoU in float, each operation rounded on its own (no fused multiply-add: GCC would contract
+//     area_a + w*h into one, and nvcc too, so both files forbid it: here the pragma below, there
+//     the __f*_rn intrinsics), in one fixed order (box_iou);
+//   - log-sum-exp, softmax and the box decoding in double, rounded to float once, so that the last
+//     bit of exp (glibc's and CUDA's may differ by an ulp in double) cannot show;
+//   - rankings by a total order: value, then index (std::sort / partial_sort with that comparator
+//     here, a radix select and a bitonic sort on (value, index) keys there).
+// Loops run in a fixed order, so the results are the same bits on every run.
+#pragma GCC optimize("fp-contract=off")
+#ifdef __clang__
+#pragma clang fp contract(off)
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/ops.h"
+
+namespace mlpd {
+
+namespace {
+
+// IoU of two (x1, y1, x2, y2) boxes; 0 where the union is not positive. The CUDA ops repeat it.
+inline float box_iou(const float* a, const float* b) {
+  const float iw = std::max(0.0f, std::min(a[2], b[2]) - std::max(a[0], b[0]));
+  const float ih = std::max(0.0f, std::min(a[3], b[3]) - std::max(a[1], b[1]));
+  const float inter = iw * ih;
+  const float area_a = (a[2] - a[0]) * (a[3] - a[1]);
+  const float area_b = (b[2] - b[0]) * (b[3] - b[1]);
+  const float uni = area_a + area_b - inter;
+  return uni > 0.0f ? inter / uni : 0.0f;
+}
+
+// A prior (cx, cy, w, h) as corners.
+inline void prior_corners(const float* p, float* box) {
+  box[0] = p[0] - 0.5f * p[2];
+  box[1] = p[1] - 0.5f * p[3];
+  box[2] = p[0] + 0.5f * p[2];
+  box[3] = p[1] + 0.5f * p[3];
+}
+
+// log sum exp of a row: max in float, the sum of exp(z - max) in double, in order.
+inline double row_lse(const float* z, int classes) {
+  float m = z[0];
+  for (int c = 1; c < classes; ++c) m = std::max(m, z[c]);
+  double sum = 0.0;
+  for (int c = 0; c < classes; ++c) sum += std::exp(double(z[c]) - double(m));
+  return double(m) + std::log(sum);
+}
+
+// A ranking value without a negative zero (so that float order and bit order agree).
+inline float rank_value(double v) {
+  const float f = float(v);
+  return f == 0.0f ? 0.0f : f;
+}
+
+// Arena pieces (64-byte aligned each).
+template <typename T>
+T* take(Arena& a, size_t count) {
+  return static_cast<T*>(arena_bytes(a, count * sizeof(T)));
+}
+constexpr size_t kAlignFloats = 16;  // what one arena piece may lose to alignment
+size_t floats_for_bytes(size_t bytes) { return (bytes + sizeof(float) - 1) / sizeof(float) + kAlignFloats; }
+
+}  // namespace
+
+// =============================== SSD target assignment ===============================
+
+size_t ssd_assign_scratch_floats(int /*num_priors*/, int /*max_gts_per_batch*/) { return 0; }
+
+void ssd_assign_targets(const float* priors, int num_priors, const float* gt_boxes, const int32_t* gt_labels,
+                        const int32_t* gt_first, int n, float iou_threshold, float var_center, float var_size,
+                        int32_t* labels_out, float* loc_targets, Arena& /*arena*/) {
+  const int P = num_priors;
+  for (int img = 0; img < n; ++img) {
+    int32_t* lab = labels_out + size_t(img) * P;
+    float* lt = loc_targets + size_t(img) * P * 4;
+    const int g0 = gt_first[img], g1 = gt_first[img + 1];
+    // 1. Each prior's best gt (first on ties): its index in lab (-1: none), its IoU in lt[4p].
+    for (int p = 0; p < P; ++p) {
+      float pb[4];
+      prior_corners(priors + size_t(p) * 4, pb);
+      int best = -1;
+      float best_iou = -INFINITY;
+      for (int g = g0; g < g1; ++g) {
+        const float v = box_iou(pb, gt_boxes + size_t(g) * 4);
+        if (v > best_iou) best_iou = v, best = g;
+      }
+      lab[p] = best;
+      lt[size_t(p) * 4] = best_iou;
+    }
+    // 2. Each gt's best prior (first on ties) is forced to it, in gt order (a later gt wins).
+    for (int g = g0; g < g1; ++g) {
+      int best = -1;
+      float best_iou = -INFINITY;
+      for (int p = 0; p < P; ++p) {
+        float pb[4];
+        prior_corners(priors + size_t(p) * 4, pb);
+        const float v = box_iou(pb, gt_boxes + size_t(g) * 4);
+        if (v > best_iou) best_iou = v, best = p;
+      }
+      if (best < 0) continue;
+      lab[best] = g;
+      lt[size_t(best) * 4] = INFINITY;  // forced: above any threshold
+    }
+    // 3. Labels and encoded offsets.
+    for (int p = 0; p < P; ++p) {
+      const int g = lab[p];
+      float* t = lt + size_t(p) * 4;
+      if (g < 0 || !(t[0] >= iou_threshold)) {
+        lab[p] = 0;
+        t[0] = t[1] = t[2] = t[3] = 0.0f;
+        continue;
+      }
+      const float* pr = priors + size_t(p) * 4;
+      const float* gb = gt_boxes + size_t(g) * 4;
+      const double pcx = pr[0], pcy = pr[1], pw = pr[2], ph = pr[3];
+      const double gcx = 0.5 * (double(gb[0]) + double(gb[2])), gcy = 0.5 * (double(gb[1]) + double(gb[3]));
+      const double gw = double(gb[2]) - double(gb[0]), gh = double(gb[3]) - double(gb[1]);
+      lab[p] = gt_labels[g];
+      t[0] = float((gcx - pcx) / (pw * double(var_center)));
+      t[1] = float((gcy - pcy) / (ph * double(var_center)));
+      t[2] = float(std::log(gw / pw) / double(var_size));
+      t[3] = float(std::log(gh / ph) / double(var_size));
+    }
+  }
+}
+
+// =============================== SSD multibox loss ===============================
+
+// Per image, reused: lse [P] doubles, ranking values [P], negative order [P] ints, flags [P] bytes.
+size_t ssd_loss_scratch_floats(int /*n*/, int num_priors) {
+  const size_t P = size_t(std::max(num_priors, 0));
+  return floats_for_bytes(P * sizeof(double)) + floats_for_bytes(P * sizeof(float)) +
+         floats_for_bytes(P * sizeof(int32_t)) + floats_for_bytes(P);
+}
+
+double ssd_multibox_loss(const float* conf, const float* loc, const int32_t* labels, const float* loc_targets, int n,
+                         int num_priors, int classes, float neg_pos_ratio, float grad_scale, float* dconf, float* dloc,
+                         int* num_pos, Arena& arena) {
+  ArenaScope scope(arena);
+  const int P = num_priors, C = classes;
+  double* lse = take<double>(arena, size_t(P));
+  float* rank = take<float>(arena, size_t(P));
+  int32_t* order = take<int32_t>(arena, size_t(P));
+  uint8_t* used = take<uint8_t>(arena, size_t(P));  // positive or mined negative
+  double total = 0.0;
+  int total_pos = 0;
+  for (int img = 0; img < n; ++img) {
+    const float* z = conf + size_t(img) * P * C;
+    const float* l = loc + size_t(img) * P * 4;
+    const float* t = loc_targets + size_t(img) * P * 4;
+    const int32_t* lab = labels + size_t(img) * P;
+    int pos = 0, nneg = 0;
+    for (int p = 0; p < P; ++p) {
+      const float* zp = z + size_t(p) * C;
+      lse[p] = row_lse(zp, C);
+      rank[p] = rank_value(lse[p] - double(zp[lab[p]]));
+      used[p] = lab[p] > 0;
+      if (lab[p] > 0)
+        ++pos;
+      else
+        order[nneg++] = p;
+    }
+    total_pos += pos;
+    if (pos == 0) {
+      if (dconf) std::fill(dconf + size_t(img) * P * C, dconf + size_t(img + 1) * P * C, 0.0f);
+      if (dloc) std::fill(dloc + size_t(img) * P * 4, dloc + size_t(img + 1) * P * 4, 0.0f);
+      continue;
+    }
+    // Hard negatives: the first k by (cross-entropy against background descending, index ascending).
+    const int64_t want = int64_t(std::floor(double(neg_pos_ratio) * double(pos)));
+    const int k = int(std::clamp<int64_t>(want, 0, nneg));
+    std::partial_sort(order, order + k, order + nneg,
+                      [&](int a, int b) { return rank[a] > rank[b] || (rank[a] == rank[b] && a < b); });
+    for (int r = 0; r < k; ++r) used[order[r]] = 1;
+    // The image's loss, summed in prior order.
+    double sum = 0.0;
+    for (int p = 0; p < P; ++p) {
+      if (!used[p]) continue;
+      double term = lse[p] - double(z[size_t(p) * C + lab[p]]);
+      if (lab[p] > 0)
+        for (int j = 0; j < 4; ++j) {
+          const double d = double(l[size_t(p) * 4 + j] - t[size_t(p) * 4 + j]);
+          term += std::fabs(d) < 1.0 ? 0.5 * d * d : std::fabs(d) - 0.5;
+        }
+      sum += term;
+    }
+    total += sum / pos;
+    const double scale = double(grad_scale) / pos;
+    if (dconf)
+      for (int p = 0; p < P; ++p) {
+        float* g = dconf + (size_t(img) * P + p) * C;
+        const float* zp = z + size_t(p) * C;
+        if (!used[p]) {
+          std::fill(g, g + C, 0.0f);
+          continue;
+        }
+        for (int c = 0; c < C; ++c)
+          g[c] = float((std::exp(double(zp[c]) - lse[p]) - (c == lab[p] ? 1.0 : 0.0)) * scale);
+      }
+    if (dloc)
+      for (int p = 0; p < P; ++p)
+        for (int j = 0; j < 4; ++j) {
+          const size_t e = (size_t(img) * P + p) * 4 + j;
+          if (lab[p] <= 0) {
+            dloc[e] = 0.0f;
+            continue;
+          }
+          const double d = double(l[size_t(p) * 4 + j] - t[size_t(p) * 4 + j]);
+          const double gd = std::fabs(d) < 1.0 ? d : (d > 0.0 ? 1.0 : -1.0);
+          dloc[e] = float(gd * scale);
+        }
+  }
+  if (num_pos) *num_pos = total_pos;
+  return total;
+}
+
+// =============================== SSD post-processing ===============================
+
+namespace {
+
+struct Det {
+  float score;
+  int32_t cls, prior;
+};
+
+// The encoding's inverse: (cx, cy, w, h) from the offsets, then corners clipped to [0, 1], in double.
+inline void decode_box(const float* l, const float* pr, double vc, double vs, float* box) {
+  const double pcx = pr[0], pcy = pr[1], pw = pr[2], ph = pr[3];
+  const double cx = pcx + double(l[0]) * vc * pw, cy = pcy + double(l[1]) * vc * ph;
+  const double w = pw * std::exp(double(l[2]) * vs), h = ph * std::exp(double(l[3]) * vs);
+  box[0] = float(std::clamp(cx - 0.5 * w, 0.0, 1.0));
+  box[1] = float(std::clamp(cy - 0.5 * h, 0.0, 1.0));
+  box[2] = float(std::clamp(cx + 0.5 * w, 0.0, 1.0));
+  box[3] = float(std::clamp(cy + 0.5 * h, 0.0, 1.0));
+}
+
+}  // namespace
+
+// Per image, reused: boxes [P,4], scores [P,C], candidates [P] ints, suppressed flags [K] bytes,
+// survivors [(C-1)*K] and their order, K = min(pre_nms_topk, P).
+size_t ssd_detect_scratch_floats(int /*n*/, int num_priors, int classes, int pre_nms_topk) {
+  const size_t P = size_t(std::max(num_priors, 0)), C = size_t(std::max(classes, 1));
+  const size_t K = size_t(std::clamp(pre_nms_topk, 0, std::max(num_priors, 0)));
+  return floats_for_bytes(P * 4 * sizeof(float)) + floats_for_bytes(P * C * sizeof(float)) +
+         floats_for_bytes(P * sizeof(int32_t)) + floats_for_bytes(K) + floats_for_bytes((C - 1) * K * sizeof(Det)) +
+         floats_for_bytes((C - 1) * K * sizeof(int32_t));
+}
+
+void ssd_detect(const float* conf, const float* loc, const float* priors, int n, int num_priors, int classes,
+                float var_center, float var_size, float score_threshold, float nms_iou, int pre_nms_topk, int max_dets,
+                float* det_boxes, float* det_scores, int32_t* det_classes, int32_t* det_count, Arena& arena) {
+  ArenaScope scope(arena);
+  const int P = num_priors, C = classes;
+  const int K = std::clamp(pre_nms_topk, 0, std::max(P, 0));
+  const int D = std::max(max_dets, 0);
+  float* boxes = take<float>(arena, size_t(P) * 4);
+  float* scores = take<float>(arena, size_t(P) * C);
+  int32_t* cand = take<int32_t>(arena, size_t(P));
+  uint8_t* suppressed = take<uint8_t>(arena, size_t(K));
+  Det* surv = take<Det>(arena, size_t(std::max(C - 1, 0)) * K);
+  int32_t* order = take<int32_t>(arena, size_t(std::max(C - 1, 0)) * K);
+  for (int img = 0; img < n; ++img) {
+    for (int p = 0; p < P; ++p) {
+      decode_box(loc + (size_t(img) * P + p) * 4, priors + size_t(p) * 4, var_center, var_size, boxes + size_t(p) * 4);
+      const float* zp = conf + (size_t(img) * P + p) * C;
+      const double lse = row_lse(zp, C);
+      for (int c = 0; c < C; ++c) scores[size_t(p) * C + c] = float(std::exp(double(zp[c]) - lse));
+    }
+    int ns = 0;
+    for (int c = 1; c < C; ++c) {
+      int m = 0;
+      for (int p = 0; p < P; ++p)
+        if (scores[size_t(p) * C + c] > score_threshold) cand[m++] = p;
+      const int kk = std::min(K, m);
+      std::partial_sort(cand, cand + kk, cand + m, [&](int a, int b) {
+        const float sa = scores[size_t(a) * C + c], sb = scores[size_t(b) * C + c];
+        return sa > sb || (sa == sb && a < b);
+      });
+      std::memset(suppressed, 0, size_t(kk));
+      for (int i = 0; i < kk; ++i) {
+        if (suppressed[i]) continue;
+        const float* bi = boxes + size_t(cand[i]) * 4;
+        surv[ns++] = Det{scores[size_t(cand[i]) * C + c], c, cand[i]};
+        for (int j = i + 1; j < kk; ++j)
+          if (!suppressed[j] && box_iou(bi, boxes + size_t(cand[j]) * 4) > nms_iou) suppressed[j] = 1;
+      }
+    }
+    const int count = std::min(D, ns);
+    for (int i = 0; i < ns; ++i) order[i] = i;
+    std::partial_sort(order, order + count, order + ns, [&](int a, int b) {
+      const Det &x = surv[a], &y = surv[b];
+      if (x.score != y.score) return x.score > y.score;
+      if (x.cls != y.cls) return x.cls < y.cls;
+      return x.prior < y.prior;
+    });
+    float* ob = det_boxes + size_t(img) * D * 4;
+    float* os = det_scores + size_t(img) * D;
+    int32_t* oc = det_classes + size_t(img) * D;
+    for (int r = 0; r < D; ++r) {
+      if (r < count) {
+        const Det& d = surv[order[r]];
+        std::memcpy(ob + size_t(r) * 4, boxes + size_t(d.prior) * 4, 4 * sizeof(float));
+        os[r] = d.score;
+        oc[r] = d.cls;
+      } else {
+        std::fill(ob + size_t(r) * 4, ob + size_t(r) * 4 + 4, 0.0f);
+        os[r] = 0.0f;
+        oc[r] = 0;
+      }
+    }
+    det_count[img] = count;
+  }
+}
+
+// =============================== NMS of sorted boxes ===============================
+
+size_t nms_scratch_floats(int n) { return floats_for_bytes(size_t(std::max(n, 0))); }
+
+int nms_sorted(const float* boxes, int n, float iou_threshold, int max_keep, int32_t* keep, Arena& arena) {
+  if (n <= 0 || max_keep <= 0) return 0;
+  ArenaScope scope(arena);
+  uint8_t* suppressed = take<uint8_t>(arena, size_t(n));
+  std::memset(suppressed, 0, size_t(n));
+  int count = 0;
+  for (int i = 0; i < n && count < max_keep; ++i) {
+    if (suppressed[i]) continue;
+    keep[count++] = i;
+    const float* bi = boxes + size_t(i) * 4;
+    for (int j = i + 1; j < n; ++j)
+      if (!suppressed[j] && box_iou(bi, boxes + size_t(j) * 4) > iou_threshold) suppressed[j] = 1;
+  }
+  return count;
+}
+
+}  // namespace mlpd

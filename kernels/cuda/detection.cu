@@ -1,0 +1,689 @@
+// The detection ops (ssd, maskrcnn) on the GPU, with the CPU's semantics and decisions
+// (kernels/cpu/detection.cpp): IoU in float with each operation rounded on its own (__f*_rn: nvcc
+// would otherwise fuse area_a + w*h), log-sum-exp, softmax and the decoding in double rounded to
+// float once, and every ranking a total order on (value, index). So matches, mined negatives,
+// candidate order and suppressions are those of the CPU; values agree to rounding.
+//
+// Block-wide tools (blocks of kBlock threads), used by the per-image and per-class kernels:
+//   block_count    ballot counts: how many flags before this thread's, and the block's total;
+//   radix_select   the k-th largest of 32-bit keys (4 passes of an 8-bit histogram in shared memory)
+//                  and how many of the keys equal to it are taken (the lowest-indexed ones);
+//   select_emit    the selected elements in index order, each with its rank;
+//   bitonic_sort   ascending 64-bit keys (value-derived high word, index low word) in scratch.
+// ssd_assign_targets: a thread per (image, prior) finds its best gt; a block per image then forces,
+//   gt after gt, each gt's best prior (a block argmax); a thread per (image, prior) encodes.
+// ssd_multibox_loss: a thread per (image, prior): log-sum-exp, cross-entropy and the prior's loss
+//   term; a block per image: positives, the hard negatives (radix select on the cross-entropy) and
+//   the image loss; a thread per element for dconf and dloc; one block sums the image losses.
+// ssd_detect: a thread per (image, prior) decodes its box and softmax; a block per (image, class)
+//   selects its top pre_nms_topk, sorts them and runs greedy NMS (one candidate after the other);
+//   a block per image selects and sorts the top max_dets survivors and writes the outputs.
+// nms_sorted: the bitmask NMS of torchvision: blocks of 64x64 box pairs write suppression masks,
+//   one warp walks the boxes in order.
+// No atomics but shared-memory histogram counts (exact): every run gives the same bits.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/reduce.cuh"
+
+namespace mlpd::cuda {
+
+namespace {
+
+constexpr int kBlock = int(kReduceThreads);  // block_sum's block size
+constexpr int kBlockWarps = kBlock / 32;
+constexpr uint64_t kNone = ~uint64_t(0);  // an empty or suppressed sort slot
+constexpr size_t kAlignFloats = 16;       // what one arena piece may lose to alignment
+constexpr size_t kMaxShared = 48 * 1024;
+
+size_t floats_for_bytes(size_t bytes) { return (bytes + sizeof(float) - 1) / sizeof(float) + kAlignFloats; }
+template <typename T>
+T* take(Arena& a, size_t count) {
+  return static_cast<T*>(arena_bytes(a, count * sizeof(T)));
+}
+size_t pow2_at_least(size_t x) {
+  size_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+// ---- arithmetic shared with the CPU, bit for bit ----
+struct Box4 {
+  float x1, y1, x2, y2;
+};
+__device__ __forceinline__ Box4 load_box(const float* b) { return Box4{b[0], b[1], b[2], b[3]}; }
+__device__ __forceinline__ Box4 prior_corners(const float* p) {
+  const float hw = 0.5f * p[2], hh = 0.5f * p[3];  // exact
+  return Box4{__fsub_rn(p[0], hw), __fsub_rn(p[1], hh), __fadd_rn(p[0], hw), __fadd_rn(p[1], hh)};
+}
+// IoU as kernels/cpu/detection.cpp's box_iou: the same operations in the same order, unfused.
+__device__ __forceinline__ float box_iou(const Box4& a, const Box4& b) {
+  const float iw = fmaxf(0.0f, __fsub_rn(fminf(a.x2, b.x2), fmaxf(a.x1, b.x1)));
+  const float ih = fmaxf(0.0f, __fsub_rn(fminf(a.y2, b.y2), fmaxf(a.y1, b.y1)));
+  const float inter = __fmul_rn(iw, ih);
+  const float area_a = __fmul_rn(__fsub_rn(a.x2, a.x1), __fsub_rn(a.y2, a.y1));
+  const float area_b = __fmul_rn(__fsub_rn(b.x2, b.x1), __fsub_rn(b.y2, b.y1));
+  const float uni = __fsub_rn(__fadd_rn(area_a, area_b), inter);
+  return uni > 0.0f ? __fdiv_rn(inter, uni) : 0.0f;
+}
+// log sum exp of a row, as the CPU's row_lse: max in float, the sum in double, in order.
+__device__ __forceinline__ double row_lse(const float* z, int classes) {
+  float m = z[0];
+  for (int c = 1; c < classes; ++c) m = fmaxf(m, z[c]);
+  double sum = 0.0;
+  for (int c = 0; c < classes; ++c) sum += exp(double(z[c]) - double(m));
+  return double(m) + log(sum);
+}
+// Float order as unsigned order (negative zero first made positive, as the CPU's rank_value).
+__device__ __forceinline__ uint32_t order_key(float f) {
+  if (f == 0.0f) f = 0.0f;
+  const uint32_t u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ float key_value(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+// ---- block-wide tools (blockDim.x == kBlock) ----
+struct Count {
+  int before, total;
+};
+// This thread's count of set flags among the lower threads, and the block's total.
+__device__ Count block_count(bool flag) {
+  __shared__ int warp_total[kBlockWarps];
+  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
+  const unsigned ballot = __ballot_sync(0xffffffffu, flag);
+  if (lane == 0) warp_total[warp] = __popc(ballot);
+  __syncthreads();
+  Count c{__popc(ballot & ((1u << lane) - 1u)), 0};
+  for (int w = 0; w < kBlockWarps; ++w) {
+    if (w < warp) c.before += warp_total[w];
+    c.total += warp_total[w];
+  }
+  __syncthreads();  // warp_total is reused by the next call
+  return c;
+}
+
+// Selection of the k largest keys, ties broken by lower index: every key above `key`, and the first
+// `ties` (in index order) of the keys equal to it.
+struct Cut {
+  uint32_t key;
+  int ties;
+};
+// key_of(i, &k) -> false where element i takes no part. Needs 1 <= k <= the number taking part.
+template <typename KeyFn>
+__device__ Cut radix_select(const KeyFn& key_of, int count, int k) {
+  __shared__ int hist[256];
+  __shared__ uint32_t s_prefix;
+  __shared__ int s_need;
+  if (threadIdx.x == 0) s_prefix = 0, s_need = k;
+  uint32_t mask = 0;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = int(threadIdx.x); b < 256; b += kBlock) hist[b] = 0;
+    __syncthreads();
+    const uint32_t prefix = s_prefix;
+    for (int i = int(threadIdx.x); i < count; i += kBlock) {
+      uint32_t key;
+      if (key_of(i, &key) && (key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int need = s_need, b = 255;
+      for (; b > 0 && hist[b] < need; --b) need -= hist[b];
+      s_need = need;
+      s_prefix = prefix | (uint32_t(b) << shift);
+    }
+    mask |= 255u << shift;
+    __syncthreads();
+  }
+  const Cut cut{s_prefix, s_need};
+  __syncthreads();  // the shared state is reused by the next call
+  return cut;
+}
+
+// emit(i, rank) for every selected element, rank = its place among them in index order.
+template <typename KeyFn, typename EmitFn>
+__device__ void select_emit(const KeyFn& key_of, int count, Cut cut, const EmitFn& emit) {
+  int ties_seen = 0, emitted = 0;
+  for (int start = 0; start < count; start += kBlock) {
+    const int i = start + int(threadIdx.x);
+    uint32_t key = 0;
+    const bool part = i < count && key_of(i, &key);
+    const bool tie = part && key == cut.key;
+    const Count t = block_count(tie);
+    const bool take = (part && key > cut.key) || (tie && ties_seen + t.before < cut.ties);
+    const Count s = block_count(take);
+    if (take) emit(i, emitted + s.before);
+    ties_seen += t.total;
+    emitted += s.total;
+  }
+}
+
+// Ascending sort of a[0, m), m a power of two, by the block.
+__device__ void bitonic_sort(uint64_t* a, int m) {
+  __syncthreads();
+  for (int k = 2; k <= m; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = int(threadIdx.x); i < m; i += kBlock) {
+        const int l = i ^ j;
+        if (l > i) {
+          const uint64_t x = a[i], y = a[l];
+          if ((x > y) == ((i & k) == 0)) a[i] = y, a[l] = x;
+        }
+      }
+      __syncthreads();
+    }
+}
+
+// =============================== SSD target assignment ===============================
+
+// 1. Each prior's best gt (first on ties): its index into labels (-1: none), its IoU into loc[.., 0].
+__global__ void assign_best_gt_kernel(const float* __restrict__ priors, int P, const float* __restrict__ gt_boxes,
+                                      const int32_t* __restrict__ gt_first, int n, int32_t* __restrict__ labels,
+                                      float* __restrict__ loc) {
+  for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < size_t(n) * P;
+       e += size_t(gridDim.x) * blockDim.x) {
+    const int img = int(e / size_t(P)), p = int(e % size_t(P));
+    const Box4 pb = prior_corners(priors + size_t(p) * 4);
+    int best = -1;
+    float best_iou = -INFINITY;
+    for (int g = gt_first[img]; g < gt_first[img + 1]; ++g) {
+      const float v = box_iou(pb, load_box(gt_boxes + size_t(g) * 4));
+      if (v > best_iou) best_iou = v, best = g;
+    }
+    labels[e] = best;
+    loc[e * 4] = best_iou;
+  }
+}
+
+// 2. One block per image: gt after gt, its best prior (first on ties) is forced to it.
+__global__ void __launch_bounds__(kBlock)
+    assign_force_kernel(const float* __restrict__ priors, int P, const float* __restrict__ gt_boxes,
+                        const int32_t* __restrict__ gt_first, int32_t* __restrict__ labels, float* __restrict__ loc) {
+  __shared__ float sv[kBlock];
+  __shared__ int sp[kBlock];
+  const int img = int(blockIdx.x), t = int(threadIdx.x);
+  for (int g = gt_first[img]; g < gt_first[img + 1]; ++g) {
+    const Box4 gb = load_box(gt_boxes + size_t(g) * 4);
+    float best_iou = -INFINITY;
+    int best = INT32_MAX;
+    for (int p = t; p < P; p += kBlock) {
+      const float v = box_iou(prior_corners(priors + size_t(p) * 4), gb);
+      if (v > best_iou) best_iou = v, best = p;
+    }
+    sv[t] = best_iou;
+    sp[t] = best;
+    __syncthreads();
+    for (int s = kBlock / 2; s > 0; s /= 2) {
+      if (t < s && (sv[t + s] > sv[t] || (sv[t + s] == sv[t] && sp[t + s] < sp[t])))
+        sv[t] = sv[t + s], sp[t] = sp[t + s];
+      __syncthreads();
+    }
+    if (t == 0 && sp[0] < P) {
+      labels[size_t(img) * P + sp[0]] = g;
+      loc[(size_t(img) * P + sp[0]) * 4] = INFINITY;  // forced: above any threshold
+    }
+    __syncthreads();
+  }
+}
+
+// 3. Labels and encoded offsets (double, as the CPU).
+__global__ void assign_encode_kernel(const float* __restrict__ priors, int P, const float* __restrict__ gt_boxes,
+                                     const int32_t* __restrict__ gt_labels, int n, float iou_threshold,
+                                     double var_center, double var_size, int32_t* __restrict__ labels,
+                                     float* __restrict__ loc) {
+  for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < size_t(n) * P;
+       e += size_t(gridDim.x) * blockDim.x) {
+    const int p = int(e % size_t(P)), g = labels[e];
+    float* t = loc + e * 4;
+    if (g < 0 || !(t[0] >= iou_threshold)) {
+      labels[e] = 0;
+      t[0] = t[1] = t[2] = t[3] = 0.0f;
+      continue;
+    }
+    const float* pr = priors + size_t(p) * 4;
+    const float* gb = gt_boxes + size_t(g) * 4;
+    const double pcx = pr[0], pcy = pr[1], pw = pr[2], ph = pr[3];
+    const double gcx = 0.5 * (double(gb[0]) + double(gb[2])), gcy = 0.5 * (double(gb[1]) + double(gb[3]));
+    const double gw = double(gb[2]) - double(gb[0]), gh = double(gb[3]) - double(gb[1]);
+    labels[e] = gt_labels[g];
+    t[0] = float((gcx - pcx) / (pw * var_center));
+    t[1] = float((gcy - pcy) / (ph * var_center));
+    t[2] = float(log(gw / pw) / var_size);
+    t[3] = float(log(gh / ph) / var_size);
+  }
+}
+
+// =============================== SSD multibox loss ===============================
+
+struct LossScratch {
+  double* lse;       // [n*P]
+  double* term;      // [n*P] the prior's loss if counted: cross-entropy (+ smooth-L1 for a positive)
+  float* rank;       // [n*P] cross-entropy against the prior's label (background for a negative)
+  uint8_t* used;     // [n*P] positive or mined negative
+  double* img_loss;  // [n]
+  int* img_pos;      // [n]
+  double* total;     // [1]
+  int* total_pos;    // [1]
+};
+
+__device__ __forceinline__ double smooth_l1(float d) {
+  const double a = fabs(double(d));
+  return a < 1.0 ? 0.5 * double(d) * double(d) : a - 0.5;
+}
+
+__global__ void loss_prior_kernel(const float* __restrict__ conf, const float* __restrict__ loc,
+                                  const int32_t* __restrict__ labels, const float* __restrict__ loc_targets, int n,
+                                  int P, int C, LossScratch s) {
+  for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < size_t(n) * P;
+       e += size_t(gridDim.x) * blockDim.x) {
+    const float* z = conf + e * C;
+    const int label = labels[e];
+    const double lse = row_lse(z, C);
+    const float rank = float(lse - double(z[label]));
+    s.lse[e] = lse;
+    s.rank[e] = rank == 0.0f ? 0.0f : rank;
+    double term = lse - double(z[label]);
+    if (label > 0)
+      for (int j = 0; j < 4; ++j) term += smooth_l1(__fsub_rn(loc[e * 4 + j], loc_targets[e * 4 + j]));
+    s.term[e] = term;
+  }
+}
+
+// One block per image: positives, the mined negatives, the image's loss.
+__global__ void __launch_bounds__(kBlock)
+    loss_mine_kernel(const int32_t* __restrict__ labels, int P, float neg_pos_ratio, LossScratch s) {
+  const int img = int(blockIdx.x);
+  const int32_t* lab = labels + size_t(img) * P;
+  const float* rank = s.rank + size_t(img) * P;
+  uint8_t* used = s.used + size_t(img) * P;
+  double mine = 0.0;
+  for (int p = int(threadIdx.x); p < P; p += kBlock) {
+    used[p] = lab[p] > 0;
+    mine += lab[p] > 0 ? 1.0 : 0.0;
+  }
+  const int pos = int(block_sum(mine));
+  const int nneg = P - pos;
+  const double want = floor(double(neg_pos_ratio) * double(pos));
+  const int k = pos == 0 || want <= 0.0 ? 0 : (want >= double(nneg) ? nneg : int(want));
+  auto key_of = [&](int p, uint32_t* key) {
+    if (lab[p] > 0) return false;
+    *key = order_key(rank[p]);
+    return true;
+  };
+  if (k > 0) {
+    const Cut cut = radix_select(key_of, P, k);
+    select_emit(key_of, P, cut, [&](int p, int) { used[p] = 1; });
+  }
+  __syncthreads();
+  double sum = 0.0;
+  for (int p = int(threadIdx.x); p < P; p += kBlock)
+    if (used[p]) sum += s.term[size_t(img) * P + p];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) {
+    s.img_loss[img] = pos > 0 ? sum / pos : 0.0;
+    s.img_pos[img] = pos;
+  }
+}
+
+__global__ void loss_dconf_kernel(const float* __restrict__ conf, const int32_t* __restrict__ labels, int n, int P,
+                                  int C, float grad_scale, LossScratch s, float* __restrict__ dconf) {
+  const size_t total = size_t(n) * P * C;
+  for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += size_t(gridDim.x) * blockDim.x) {
+    const size_t prior = e / size_t(C);
+    const int c = int(e % size_t(C));
+    const int pos = s.img_pos[prior / size_t(P)];
+    if (!s.used[prior] || pos == 0) {
+      dconf[e] = 0.0f;
+      continue;
+    }
+    const double scale = double(grad_scale) / pos;
+    dconf[e] = float((exp(double(conf[e]) - s.lse[prior]) - (c == labels[prior] ? 1.0 : 0.0)) * scale);
+  }
+}
+
+__global__ void loss_dloc_kernel(const float* __restrict__ loc, const float* __restrict__ loc_targets,
+                                 const int32_t* __restrict__ labels, int n, int P, float grad_scale, LossScratch s,
+                                 float* __restrict__ dloc) {
+  const size_t total = size_t(n) * P * 4;
+  for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += size_t(gridDim.x) * blockDim.x) {
+    const size_t prior = e / 4;
+    const int pos = s.img_pos[prior / size_t(P)];
+    if (labels[prior] <= 0 || pos == 0) {
+      dloc[e] = 0.0f;
+      continue;
+    }
+    const double d = double(__fsub_rn(loc[e], loc_targets[e]));
+    const double gd = fabs(d) < 1.0 ? d : (d > 0.0 ? 1.0 : -1.0);
+    dloc[e] = float(gd * (double(grad_scale) / pos));
+  }
+}
+
+__global__ void __launch_bounds__(kBlock) loss_total_kernel(int n, LossScratch s) {
+  double l = 0.0, p = 0.0;
+  for (int i = int(threadIdx.x); i < n; i += kBlock) {
+    l += s.img_loss[i];
+    p += double(s.img_pos[i]);
+  }
+  l = block_sum(l);
+  p = block_sum(p);
+  if (threadIdx.x == 0) {
+    *s.total = l;
+    *s.total_pos = int(p);
+  }
+}
+
+// =============================== SSD post-processing ===============================
+
+// Boxes [n,P,4] decoded (double, the products unfused as the CPU's) and scores [n,C,P] (class-major).
+__global__ void detect_prepare_kernel(const float* __restrict__ conf, const float* __restrict__ loc,
+                                      const float* __restrict__ priors, int n, int P, int C, double vc, double vs,
+                                      float* __restrict__ boxes, float* __restrict__ scores) {
+  for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < size_t(n) * P;
+       e += size_t(gridDim.x) * blockDim.x) {
+    const size_t img = e / size_t(P), p = e % size_t(P);
+    const float* l = loc + e * 4;
+    const float* pr = priors + p * 4;
+    const double pcx = pr[0], pcy = pr[1], pw = pr[2], ph = pr[3];
+    const double cx = __dadd_rn(pcx, __dmul_rn(__dmul_rn(double(l[0]), vc), pw));
+    const double cy = __dadd_rn(pcy, __dmul_rn(__dmul_rn(double(l[1]), vc), ph));
+    const double w = __dmul_rn(pw, exp(__dmul_rn(double(l[2]), vs)));
+    const double h = __dmul_rn(ph, exp(__dmul_rn(double(l[3]), vs)));
+    float* b = boxes + e * 4;
+    b[0] = float(fmin(fmax(__dsub_rn(cx, 0.5 * w), 0.0), 1.0));
+    b[1] = float(fmin(fmax(__dsub_rn(cy, 0.5 * h), 0.0), 1.0));
+    b[2] = float(fmin(fmax(__dadd_rn(cx, 0.5 * w), 0.0), 1.0));
+    b[3] = float(fmin(fmax(__dadd_rn(cy, 0.5 * h), 0.0), 1.0));
+    const float* z = conf + e * C;
+    const double lse = row_lse(z, C);
+    for (int c = 0; c < C; ++c) scores[(img * C + c) * P + p] = float(exp(double(z[c]) - lse));
+  }
+}
+
+// One block per (image, class >= 1): the top K candidates (score > threshold) sorted by (score
+// descending, prior ascending) into sorted[0, M) as keys (~order_key(score) << 32 | prior), the
+// rest kNone; then greedy NMS, a suppressed candidate's key becoming kNone.
+__global__ void __launch_bounds__(kBlock)
+    detect_class_kernel(const float* __restrict__ boxes, const float* __restrict__ scores, int P, int C,
+                        float score_threshold, float nms_iou, int K, int M, uint64_t* __restrict__ sorted_all) {
+  const int img = int(blockIdx.x) / (C - 1), c = 1 + int(blockIdx.x) % (C - 1);
+  const float* sc = scores + (size_t(img) * C + c) * P;
+  const float* bx = boxes + size_t(img) * P * 4;
+  uint64_t* sorted = sorted_all + size_t(blockIdx.x) * M;
+  auto key_of = [&](int p, uint32_t* key) {
+    const float v = sc[p];
+    if (!(v > score_threshold)) return false;
+    *key = order_key(v);
+    return true;
+  };
+  double mine = 0.0;
+  for (int p = int(threadIdx.x); p < P; p += kBlock) mine += sc[p] > score_threshold ? 1.0 : 0.0;
+  const int candidates = int(block_sum(mine));
+  const int kk = candidates < K ? candidates : K;
+  for (int i = kk + int(threadIdx.x); i < M; i += kBlock) sorted[i] = kNone;
+  if (kk > 0) {
+    const Cut cut = radix_select(key_of, P, kk);
+    select_emit(key_of, P, cut,
+                [&](int p, int r) { sorted[r] = (uint64_t(~order_key(sc[p])) << 32) | uint64_t(uint32_t(p)); });
+  }
+  bitonic_sort(sorted, M);
+  for (int i = 0; i < kk; ++i) {
+    const uint64_t ki = sorted[i];
+    if (ki != kNone) {
+      const Box4 bi = load_box(bx + size_t(uint32_t(ki)) * 4);
+      for (int j = i + 1 + int(threadIdx.x); j < kk; j += kBlock) {
+        const uint64_t kj = sorted[j];
+        if (kj != kNone && box_iou(bi, load_box(bx + size_t(uint32_t(kj)) * 4)) > nms_iou) sorted[j] = kNone;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// One block per image: the top D of its classes' survivors by (score descending, then position in
+// sorted_all: class, then prior), sorted in final[0, M2), and the outputs.
+__global__ void __launch_bounds__(kBlock)
+    detect_final_kernel(const float* __restrict__ boxes, const uint64_t* __restrict__ sorted_all, int P, int C, int M,
+                        int D, int M2, uint64_t* __restrict__ final_all, float* __restrict__ det_boxes,
+                        float* __restrict__ det_scores, int32_t* __restrict__ det_classes,
+                        int32_t* __restrict__ det_count) {
+  const int img = int(blockIdx.x);
+  const int count = (C - 1) * M;
+  const uint64_t* sorted = sorted_all + size_t(img) * count;
+  uint64_t* fin = final_all + size_t(img) * M2;
+  auto key_of = [&](int i, uint32_t* key) {
+    const uint64_t k = sorted[i];
+    if (k == kNone) return false;
+    *key = ~uint32_t(k >> 32);
+    return true;
+  };
+  double mine = 0.0;
+  for (int i = int(threadIdx.x); i < count; i += kBlock) mine += sorted[i] != kNone ? 1.0 : 0.0;
+  const int survivors = int(block_sum(mine));
+  const int kk = survivors < D ? survivors : D;
+  for (int i = kk + int(threadIdx.x); i < M2; i += kBlock) fin[i] = kNone;
+  if (kk > 0) {
+    const Cut cut = radix_select(key_of, count, kk);
+    select_emit(key_of, count, cut, [&](int i, int r) { fin[r] = (sorted[i] & 0xffffffff00000000ull) | uint32_t(i); });
+  }
+  bitonic_sort(fin, M2);
+  for (int r = int(threadIdx.x); r < D; r += kBlock) {
+    float* ob = det_boxes + (size_t(img) * D + r) * 4;
+    const size_t o = size_t(img) * D + r;
+    if (r < kk) {
+      const uint64_t f = fin[r];
+      const int i = int(uint32_t(f));
+      const int prior = int(uint32_t(sorted[i]));
+      const float* b = boxes + (size_t(img) * P + prior) * 4;
+      ob[0] = b[0], ob[1] = b[1], ob[2] = b[2], ob[3] = b[3];
+      det_scores[o] = key_value(~uint32_t(f >> 32));
+      det_classes[o] = 1 + i / M;
+    } else {
+      ob[0] = ob[1] = ob[2] = ob[3] = 0.0f;
+      det_scores[o] = 0.0f;
+      det_classes[o] = 0;
+    }
+  }
+  if (threadIdx.x == 0) det_count[img] = kk;
+}
+
+struct DetectLayout {
+  int K, M, M2;  // candidates per class, its sort size (a power of two), the final sort size
+};
+DetectLayout detect_layout(int num_priors, int classes, int pre_nms_topk) {
+  DetectLayout l;
+  l.K = pre_nms_topk < 0 ? 0 : (pre_nms_topk > num_priors ? num_priors : pre_nms_topk);
+  l.M = int(pow2_at_least(size_t(l.K)));
+  l.M2 = int(pow2_at_least(size_t(classes > 1 ? classes - 1 : 0) * size_t(l.M)));
+  return l;
+}
+
+// =============================== NMS of sorted boxes ===============================
+
+constexpr int kNmsBlock = 64;
+
+// Block (col, row) of 64x64 pairs: mask[i, col] bit t = box col*64+t, after i, overlaps box i.
+__global__ void __launch_bounds__(kNmsBlock) nms_mask_kernel(const float* __restrict__ boxes, int n, int words,
+                                                             float iou_threshold, uint64_t* __restrict__ mask) {
+  const int row = int(blockIdx.y), col = int(blockIdx.x);
+  if (col < row) return;  // never read: the walk reads from a box's own word on
+  __shared__ Box4 cols[kNmsBlock];
+  const int t = int(threadIdx.x);
+  const int col_n = min(kNmsBlock, n - col * kNmsBlock);
+  if (t < col_n) cols[t] = load_box(boxes + (size_t(col) * kNmsBlock + t) * 4);
+  __syncthreads();
+  const int i = row * kNmsBlock + t;
+  if (i >= n) return;
+  const Box4 bi = load_box(boxes + size_t(i) * 4);
+  uint64_t bits = 0;
+  for (int j = row == col ? t + 1 : 0; j < col_n; ++j)
+    if (box_iou(bi, cols[j]) > iou_threshold) bits |= uint64_t(1) << j;
+  mask[size_t(i) * words + col] = bits;
+}
+
+// One warp: the boxes in order; a box not yet suppressed is kept and suppresses its mask's boxes.
+__global__ void nms_walk_kernel(const uint64_t* __restrict__ mask, int n, int words, int max_keep,
+                                int32_t* __restrict__ keep, int* __restrict__ count_out) {
+  extern __shared__ uint64_t removed[];
+  const int lane = int(threadIdx.x);
+  for (int w = lane; w < words; w += 32) removed[w] = 0;
+  __syncwarp();
+  int count = 0;
+  for (int i = 0; i < n && count < max_keep; ++i) {
+    const int w = i / kNmsBlock;
+    if (removed[w] & (uint64_t(1) << (i % kNmsBlock))) continue;
+    if (lane == 0) keep[count] = i;
+    ++count;
+    for (int x = w + lane; x < words; x += 32) removed[x] |= mask[size_t(i) * words + x];
+    __syncwarp();
+  }
+  if (lane == 0) *count_out = count;
+}
+
+}  // namespace
+
+// =============================== entry points ===============================
+
+size_t ssd_assign_scratch_floats(int /*num_priors*/, int /*max_gts_per_batch*/) { return 0; }
+
+void ssd_assign_targets(const float* priors, int num_priors, const float* gt_boxes, const int32_t* gt_labels,
+                        const int32_t* gt_first, int n, float iou_threshold, float var_center, float var_size,
+                        int32_t* labels_out, float* loc_targets, Arena& /*arena*/) {
+  const size_t total = size_t(n) * size_t(num_priors);
+  if (n <= 0 || num_priors <= 0) return;
+  assign_best_gt_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(priors, num_priors, gt_boxes, gt_first, n,
+                                                                      labels_out, loc_targets);
+  CUDA_CHECK_LAUNCH();
+  assign_force_kernel<<<unsigned(n), kBlock, 0, stream()>>>(priors, num_priors, gt_boxes, gt_first, labels_out,
+                                                            loc_targets);
+  CUDA_CHECK_LAUNCH();
+  assign_encode_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(priors, num_priors, gt_boxes, gt_labels, n,
+                                                                     iou_threshold, double(var_center),
+                                                                     double(var_size), labels_out, loc_targets);
+  CUDA_CHECK_LAUNCH();
+}
+
+// lse and term [n*P] doubles, rank [n*P], used [n*P] bytes, image losses [n] doubles and positives
+// [n] ints, the two totals.
+size_t ssd_loss_scratch_floats(int n, int num_priors) {
+  const size_t N = size_t(n > 0 ? n : 0), NP = N * size_t(num_priors > 0 ? num_priors : 0);
+  return 2 * floats_for_bytes(NP * sizeof(double)) + floats_for_bytes(NP * sizeof(float)) + floats_for_bytes(NP) +
+         floats_for_bytes(N * sizeof(double)) + floats_for_bytes(N * sizeof(int)) + floats_for_bytes(sizeof(double)) +
+         floats_for_bytes(sizeof(int));
+}
+
+double ssd_multibox_loss(const float* conf, const float* loc, const int32_t* labels, const float* loc_targets, int n,
+                         int num_priors, int classes, float neg_pos_ratio, float grad_scale, float* dconf, float* dloc,
+                         int* num_pos, Arena& arena) {
+  if (n <= 0 || num_priors <= 0) {
+    if (num_pos) *num_pos = 0;
+    return 0.0;
+  }
+  ArenaScope scope(arena);
+  const int P = num_priors, C = classes;
+  const size_t NP = size_t(n) * P;
+  LossScratch s;
+  s.lse = take<double>(arena, NP);
+  s.term = take<double>(arena, NP);
+  s.rank = take<float>(arena, NP);
+  s.used = take<uint8_t>(arena, NP);
+  s.img_loss = take<double>(arena, size_t(n));
+  s.img_pos = take<int>(arena, size_t(n));
+  s.total = take<double>(arena, 1);
+  s.total_pos = take<int>(arena, 1);
+  loss_prior_kernel<<<blocks_for(NP), kThreads, 0, stream()>>>(conf, loc, labels, loc_targets, n, P, C, s);
+  CUDA_CHECK_LAUNCH();
+  loss_mine_kernel<<<unsigned(n), kBlock, 0, stream()>>>(labels, P, neg_pos_ratio, s);
+  CUDA_CHECK_LAUNCH();
+  if (dconf) {
+    loss_dconf_kernel<<<blocks_for(NP * C), kThreads, 0, stream()>>>(conf, labels, n, P, C, grad_scale, s, dconf);
+    CUDA_CHECK_LAUNCH();
+  }
+  if (dloc) {
+    loss_dloc_kernel<<<blocks_for(NP * 4), kThreads, 0, stream()>>>(loc, loc_targets, labels, n, P, grad_scale, s,
+                                                                    dloc);
+    CUDA_CHECK_LAUNCH();
+  }
+  loss_total_kernel<<<1, kBlock, 0, stream()>>>(n, s);
+  CUDA_CHECK_LAUNCH();
+  double total = 0.0;
+  int pos = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&total, s.total, sizeof(double), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaMemcpyAsync(&pos, s.total_pos, sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  if (num_pos) *num_pos = pos;
+  return total;
+}
+
+// boxes [n,P,4], scores [n,C,P], per (image, class >= 1) sort slots [M], per image final slots [M2].
+size_t ssd_detect_scratch_floats(int n, int num_priors, int classes, int pre_nms_topk) {
+  const DetectLayout l = detect_layout(num_priors, classes, pre_nms_topk);
+  const size_t N = size_t(n > 0 ? n : 0), P = size_t(num_priors > 0 ? num_priors : 0);
+  const size_t C = size_t(classes > 0 ? classes : 0), C1 = C > 0 ? C - 1 : 0;
+  return floats_for_bytes(N * P * 4 * sizeof(float)) + floats_for_bytes(N * C * P * sizeof(float)) +
+         floats_for_bytes(N * C1 * size_t(l.M) * sizeof(uint64_t)) +
+         floats_for_bytes(N * size_t(l.M2) * sizeof(uint64_t));
+}
+
+void ssd_detect(const float* conf, const float* loc, const float* priors, int n, int num_priors, int classes,
+                float var_center, float var_size, float score_threshold, float nms_iou, int pre_nms_topk, int max_dets,
+                float* det_boxes, float* det_scores, int32_t* det_classes, int32_t* det_count, Arena& arena) {
+  if (n <= 0) return;
+  const int D = max_dets > 0 ? max_dets : 0;
+  const int P = num_priors > 0 ? num_priors : 0, C = classes;
+  if (P == 0 || C < 2) {  // nothing to detect: zero outputs
+    if (D > 0) {
+      CUDA_CHECK(cudaMemsetAsync(det_boxes, 0, size_t(n) * D * 4 * sizeof(float), stream()));
+      CUDA_CHECK(cudaMemsetAsync(det_scores, 0, size_t(n) * D * sizeof(float), stream()));
+      CUDA_CHECK(cudaMemsetAsync(det_classes, 0, size_t(n) * D * sizeof(int32_t), stream()));
+    }
+    CUDA_CHECK(cudaMemsetAsync(det_count, 0, size_t(n) * sizeof(int32_t), stream()));
+    return;
+  }
+  ArenaScope scope(arena);
+  DetectLayout l = detect_layout(P, C, pre_nms_topk);
+  const int M2 = int(pow2_at_least(size_t(D < (C - 1) * l.M ? D : (C - 1) * l.M)));
+  float* boxes = take<float>(arena, size_t(n) * P * 4);
+  float* scores = take<float>(arena, size_t(n) * C * P);
+  uint64_t* sorted = take<uint64_t>(arena, size_t(n) * (C - 1) * l.M);
+  uint64_t* fin = take<uint64_t>(arena, size_t(n) * M2);
+  detect_prepare_kernel<<<blocks_for(size_t(n) * P), kThreads, 0, stream()>>>(
+      conf, loc, priors, n, P, C, double(var_center), double(var_size), boxes, scores);
+  CUDA_CHECK_LAUNCH();
+  detect_class_kernel<<<unsigned(n * (C - 1)), kBlock, 0, stream()>>>(boxes, scores, P, C, score_threshold, nms_iou,
+                                                                      l.K, l.M, sorted);
+  CUDA_CHECK_LAUNCH();
+  detect_final_kernel<<<unsigned(n), kBlock, 0, stream()>>>(boxes, sorted, P, C, l.M, D, M2, fin, det_boxes, det_scores,
+                                                            det_classes, det_count);
+  CUDA_CHECK_LAUNCH();
+}
+
+// The masks [n, words] (words = ceil(n / 64)) and the count.
+size_t nms_scratch_floats(int n) {
+  const size_t N = size_t(n > 0 ? n : 0), words = (N + kNmsBlock - 1) / kNmsBlock;
+  return floats_for_bytes(N * words * sizeof(uint64_t)) + floats_for_bytes(sizeof(int));
+}
+
+int nms_sorted(const float* boxes, int n, float iou_threshold, int max_keep, int32_t* keep, Arena& arena) {
+  if (n <= 0 || max_keep <= 0) return 0;
+  ArenaScope scope(arena);
+  const int words = (n + kNmsBlock - 1) / kNmsBlock;
+  const size_t shared = size_t(words) * sizeof(uint64_t);
+  if (shared > kMaxShared) fail(__FILE__, __LINE__, "nms_sorted", "too many boxes for one block's shared memory");
+  uint64_t* mask = take<uint64_t>(arena, size_t(n) * words);
+  int* count = take<int>(arena, 1);
+  nms_mask_kernel<<<dim3(unsigned(words), unsigned(words)), kNmsBlock, 0, stream()>>>(boxes, n, words, iou_threshold,
+                                                                                      mask);
+  CUDA_CHECK_LAUNCH();
+  nms_walk_kernel<<<1, 32, shared, stream()>>>(mask, n, words, max_keep, keep, count);
+  CUDA_CHECK_LAUNCH();
+  int host = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&host, count, sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  return host;
+}
+
+}  // namespace mlpd::cuda

@@ -1,0 +1,404 @@
+// The CUDA detection ops (ssd, maskrcnn) against the CPU ones, through the op tables, on the same
+// random inputs. The decisions must be the same: SSD labels, the mined negatives (seen through which
+// dconf rows are zero), detection classes and counts, NMS keep lists are compared exactly; the values
+// within tolerance. Both devices compute IoU in float unfused and softmax / decoding in double
+// rounded once (kernels/op_signatures.inc), so they agree bit for bit up to CUDA's and glibc's exp
+// differing by an ulp in double; loc targets, boxes and scores 1e-6 relative, the loss 1e-9
+// relative (double sums in different orders), dconf/dloc 1e-6, RoIAlign forward 1e-5 (fused
+// multiply-adds on the GPU), backward 1e-4 (atomic adds in any order).
+// Inputs include exact ties (duplicated priors, gts and logit rows) so that the tie rules are met
+// on the device. Each op is also rerun to the same bits (RoIAlign's atomic backward excepted).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+
+using namespace mlpd;
+using namespace mlpd::gpu_test;
+
+namespace {
+
+constexpr float kJunk = 777.0f;
+
+::testing::AssertionResult close_scaled(const std::string& what, const std::vector<float>& got,
+                                        const std::vector<float>& want, double rel, double abs_frac) {
+  double mx = 0.0;
+  for (float w : want)
+    if (std::fabs(w) != kJunk) mx = std::max(mx, double(std::fabs(w)));
+  return all_close(what, got, want, rel, std::max(1e-30, abs_frac * mx));
+}
+
+template <typename T>
+::testing::AssertionResult same_values(const std::string& what, const std::vector<T>& got, const std::vector<T>& want) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << want.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i])
+      return ::testing::AssertionFailure()
+             << what << ": first difference at [" << i << "]: got " << got[i] << ", want " << want[i];
+  return ::testing::AssertionSuccess();
+}
+
+Arena cpu_scratch(size_t floats) { return host_arena((floats + 64) * sizeof(float)); }
+Arena gpu_scratch(size_t floats) { return device_arena((floats + 64) * sizeof(float)); }
+
+// Priors (cx, cy, w, h) in [0, 1], every 7th a copy of the one before (exact IoU ties).
+std::vector<float> random_priors(int P, uint64_t stream) {
+  const auto u = random_floats(size_t(P) * 4, stream, 0.0f, 1.0f);
+  std::vector<float> p(size_t(P) * 4);
+  for (int i = 0; i < P; ++i) {
+    const int src = i % 7 == 6 ? i - 1 : i;
+    p[size_t(i) * 4 + 0] = 0.05f + 0.9f * u[size_t(src) * 4 + 0];
+    p[size_t(i) * 4 + 1] = 0.05f + 0.9f * u[size_t(src) * 4 + 1];
+    p[size_t(i) * 4 + 2] = 0.05f + 0.45f * u[size_t(src) * 4 + 2];
+    p[size_t(i) * 4 + 3] = 0.05f + 0.45f * u[size_t(src) * 4 + 3];
+  }
+  return p;
+}
+
+// Logit rows: random, or (tied) each row one of 5 random templates.
+std::vector<float> random_logits(int rows, int C, uint64_t stream, float scale, bool tied) {
+  auto z = random_floats(size_t(rows) * C, stream, -scale, scale);
+  if (tied) {
+    const auto pick = random_indices(rows, stream + 1, 5);
+    for (int r = 0; r < rows; ++r) std::copy_n(z.begin() + size_t(pick[r]) * C, C, z.begin() + size_t(r) * C);
+  }
+  return z;
+}
+
+// ================================ SSD target assignment ================================
+struct AssignCase {
+  int n, priors, max_gts;
+};
+void PrintTo(const AssignCase& c, std::ostream* os) {
+  *os << cat("n=", c.n, " priors=", c.priors, " max_gts=", c.max_gts);
+}
+
+class SsdAssignGpu : public GpuTestWithParam<AssignCase> {};
+
+TEST_P(SsdAssignGpu, MatchesCpu) {
+  const AssignCase k = GetParam();
+  const int P = k.priors, C = 21;
+  const auto priors = random_priors(P, 100);
+  // Image i has (i * 7) % (max_gts + 1) gts (image 0 none); in each image gt 1 copies gt 0.
+  std::vector<int32_t> first{0}, labels;
+  std::vector<float> gts;
+  for (int i = 0; i < k.n; ++i) {
+    const int g = (i * 7) % (k.max_gts + 1);
+    const auto u = random_floats(size_t(g) * 4, 200 + i, 0.0f, 1.0f);
+    const auto l = random_indices(g, 300 + i, C - 1);
+    for (int j = 0; j < g; ++j) {
+      const int s = j == 1 ? 0 : j;
+      const float x1 = 0.9f * u[s * 4], y1 = 0.9f * u[s * 4 + 1];
+      gts.insert(gts.end(), {x1, y1, std::min(1.0f, x1 + 0.02f + 0.5f * u[s * 4 + 2]),
+                             std::min(1.0f, y1 + 0.02f + 0.5f * u[s * 4 + 3])});
+      labels.push_back(1 + l[s]);
+    }
+    first.push_back(int32_t(labels.size()));
+  }
+  const int G = int(labels.size());
+  std::vector<int32_t> lab(size_t(k.n) * P, 99);
+  std::vector<float> loc(size_t(k.n) * P * 4, kJunk);
+  Arena ca = cpu_scratch(cpu().ssd_assign_scratch_floats(P, G));
+  cpu().ssd_assign_targets(priors.data(), P, gts.data(), labels.data(), first.data(), k.n, 0.5f, 0.1f, 0.2f, lab.data(),
+                           loc.data(), ca);
+  const DeviceBuffer<float> gpriors(priors), ggts(gts.empty() ? std::vector<float>{0} : gts);
+  const DeviceBuffer<int32_t> glabels(labels.empty() ? std::vector<int32_t>{0} : labels), gfirst(first);
+  Arena ga = gpu_scratch(gpu().ssd_assign_scratch_floats(P, G));
+  std::vector<int32_t> runs_lab[2];
+  std::vector<float> runs_loc[2];
+  for (int r = 0; r < 2; ++r) {
+    DeviceBuffer<int32_t> glab(std::vector<int32_t>(lab.size(), 99));
+    DeviceBuffer<float> gloc(std::vector<float>(loc.size(), kJunk));
+    gpu().ssd_assign_targets(gpriors.get(), P, ggts.get(), glabels.get(), gfirst.get(), k.n, 0.5f, 0.1f, 0.2f,
+                             glab.get(), gloc.get(), ga);
+    runs_lab[r] = glab.download();
+    runs_loc[r] = gloc.download();
+  }
+  EXPECT_TRUE(same_values("ssd_assign_targets labels", runs_lab[0], lab));
+  EXPECT_TRUE(all_close("ssd_assign_targets loc_targets", runs_loc[0], loc, 1e-6, 1e-6));
+  EXPECT_TRUE(same_bits("ssd_assign_targets labels, rerun", runs_lab[1], runs_lab[0]));
+  EXPECT_TRUE(same_bits("ssd_assign_targets loc_targets, rerun", runs_loc[1], runs_loc[0]));
+  size_t matched = 0;
+  for (int32_t l : lab) matched += l > 0;
+  EXPECT_GT(matched, size_t(0)) << "the case matches something";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SsdAssignGpu,
+                         ::testing::Values(AssignCase{3, 50, 4},      // small, an image without gts
+                                           AssignCase{8, 846, 12},    // ssd_mini's priors
+                                           AssignCase{4, 8732, 40}),  // ssd300's priors, many gts
+                         [](const ::testing::TestParamInfo<AssignCase>& i) {
+                           return cat("n", i.param.n, "_p", i.param.priors, "_g", i.param.max_gts);
+                         });
+
+// ================================ SSD multibox loss ================================
+struct LossCase {
+  int n, priors, classes;
+  bool tied;
+};
+void PrintTo(const LossCase& c, std::ostream* os) {
+  *os << cat("n=", c.n, " priors=", c.priors, " classes=", c.classes, " tied=", c.tied);
+}
+
+class SsdLossGpu : public GpuTestWithParam<LossCase> {};
+
+TEST_P(SsdLossGpu, MatchesCpu) {
+  const LossCase k = GetParam();
+  const int P = k.priors, C = k.classes;
+  const size_t NP = size_t(k.n) * P;
+  const auto conf = random_logits(int(NP), C, 400, 3.0f, k.tied);
+  const auto loc = random_floats(NP * 4, 402, -2.0f, 2.0f), t = random_floats(NP * 4, 403, -2.0f, 2.0f);
+  // About 1 prior in 20 positive; image 1 has none.
+  const auto draw = random_indices(NP, 404, 20 * (C - 1));
+  std::vector<int32_t> labels(NP);
+  for (size_t e = 0; e < NP; ++e) labels[e] = draw[e] < C - 1 && e / P != 1 ? 1 + draw[e] : 0;
+  std::vector<float> dconf(conf.size(), kJunk), dloc(loc.size(), kJunk);
+  int pos = -1;
+  Arena ca = cpu_scratch(cpu().ssd_loss_scratch_floats(k.n, P));
+  const double loss = cpu().ssd_multibox_loss(conf.data(), loc.data(), labels.data(), t.data(), k.n, P, C, 3.0f, 0.5f,
+                                              dconf.data(), dloc.data(), &pos, ca);
+  ASSERT_GT(pos, 0);
+  const DeviceBuffer<float> gconf(conf), gloc(loc), gt(t);
+  const DeviceBuffer<int32_t> glabels(labels);
+  Arena ga = gpu_scratch(gpu().ssd_loss_scratch_floats(k.n, P));
+  double runs_loss[2];
+  std::vector<float> runs_dconf[2], runs_dloc[2];
+  for (int r = 0; r < 2; ++r) {
+    DeviceBuffer<float> gdconf(std::vector<float>(dconf.size(), kJunk)), gdloc(std::vector<float>(dloc.size(), kJunk));
+    int gpos = -1;
+    runs_loss[r] = gpu().ssd_multibox_loss(gconf.get(), gloc.get(), glabels.get(), gt.get(), k.n, P, C, 3.0f, 0.5f,
+                                           gdconf.get(), gdloc.get(), &gpos, ga);
+    EXPECT_EQ(gpos, pos);
+    runs_dconf[r] = gdconf.download();
+    runs_dloc[r] = gdloc.download();
+  }
+  EXPECT_TRUE(scalar_close("ssd_multibox_loss", runs_loss[0], loss, 1e-9, 0.0));
+  EXPECT_TRUE(close_scaled("ssd_multibox_loss dconf", runs_dconf[0], dconf, 1e-6, 1e-7));
+  EXPECT_TRUE(close_scaled("ssd_multibox_loss dloc", runs_dloc[0], dloc, 1e-6, 1e-7));
+  // The same priors mined: zero rows of dconf at the same places.
+  size_t differ = 0, used = 0;
+  for (size_t e = 0; e < NP; ++e) {
+    bool zc = true, zg = true;
+    for (int c = 0; c < C; ++c) zc = zc && dconf[e * C + c] == 0.0f, zg = zg && runs_dconf[0][e * C + c] == 0.0f;
+    differ += zc != zg;
+    used += !zc;
+  }
+  EXPECT_EQ(differ, size_t(0)) << "priors used on one device only";
+  EXPECT_EQ(used, size_t(pos) * 4) << "3 negatives per positive (enough negatives in every image)";
+  EXPECT_EQ(runs_loss[1], runs_loss[0]);
+  EXPECT_TRUE(same_bits("ssd_multibox_loss dconf, rerun", runs_dconf[1], runs_dconf[0]));
+  EXPECT_TRUE(same_bits("ssd_multibox_loss dloc, rerun", runs_dloc[1], runs_dloc[0]));
+  // Forward only: the same loss.
+  int fpos = -1;
+  EXPECT_EQ(gpu().ssd_multibox_loss(gconf.get(), gloc.get(), glabels.get(), gt.get(), k.n, P, C, 3.0f, 0.5f, nullptr,
+                                    nullptr, &fpos, ga),
+            runs_loss[0]);
+  EXPECT_EQ(fpos, pos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SsdLossGpu,
+                         ::testing::Values(LossCase{3, 200, 5, false},    // small
+                                           LossCase{4, 846, 11, true},    // ssd_mini, tied rows
+                                           LossCase{2, 8732, 81, false},  // ssd300
+                                           LossCase{8, 8732, 81, true}),  // ssd300, tied rows
+                         [](const ::testing::TestParamInfo<LossCase>& i) {
+                           return cat("n", i.param.n, "_p", i.param.priors, "_c", i.param.classes,
+                                      i.param.tied ? "_tied" : "");
+                         });
+
+// ================================ SSD post-processing ================================
+struct DetectCase {
+  int n, priors, classes, topk, max_dets;
+  float threshold;
+  bool tied;
+};
+void PrintTo(const DetectCase& c, std::ostream* os) {
+  *os << cat("n=", c.n, " priors=", c.priors, " classes=", c.classes, " topk=", c.topk, " max_dets=", c.max_dets,
+             " threshold=", c.threshold, " tied=", c.tied);
+}
+
+class SsdDetectGpu : public GpuTestWithParam<DetectCase> {};
+
+TEST_P(SsdDetectGpu, MatchesCpu) {
+  const DetectCase k = GetParam();
+  const int P = k.priors, C = k.classes, D = k.max_dets;
+  const size_t NP = size_t(k.n) * P;
+  const auto priors = random_priors(P, 500);
+  const auto conf = random_logits(int(NP), C, 501, 4.0f, k.tied);
+  auto loc = random_floats(NP * 4, 503, -1.0f, 1.0f);
+  if (k.tied)  // a copied prior with the same offsets: the same box
+    for (size_t e = 0; e < NP; ++e)
+      if (e % size_t(P) % 7 == 6) std::copy_n(loc.begin() + (e - 1) * 4, 4, loc.begin() + e * 4);
+  std::vector<float> boxes(size_t(k.n) * D * 4, kJunk), scores(size_t(k.n) * D, kJunk);
+  std::vector<int32_t> classes(size_t(k.n) * D, 99), count(k.n, 99);
+  Arena ca = cpu_scratch(cpu().ssd_detect_scratch_floats(k.n, P, C, k.topk));
+  cpu().ssd_detect(conf.data(), loc.data(), priors.data(), k.n, P, C, 0.1f, 0.2f, k.threshold, 0.5f, k.topk, D,
+                   boxes.data(), scores.data(), classes.data(), count.data(), ca);
+  const DeviceBuffer<float> gconf(conf), gloc(loc), gpriors(priors);
+  Arena ga = gpu_scratch(gpu().ssd_detect_scratch_floats(k.n, P, C, k.topk));
+  std::vector<float> rb[2], rs[2];
+  std::vector<int32_t> rc[2], rn[2];
+  for (int r = 0; r < 2; ++r) {
+    DeviceBuffer<float> gb(std::vector<float>(boxes.size(), kJunk)), gs(std::vector<float>(scores.size(), kJunk));
+    DeviceBuffer<int32_t> gc(std::vector<int32_t>(classes.size(), 99)), gn(std::vector<int32_t>(count.size(), 99));
+    gpu().ssd_detect(gconf.get(), gloc.get(), gpriors.get(), k.n, P, C, 0.1f, 0.2f, k.threshold, 0.5f, k.topk, D,
+                     gb.get(), gs.get(), gc.get(), gn.get(), ga);
+    rb[r] = gb.download();
+    rs[r] = gs.download();
+    rc[r] = gc.download();
+    rn[r] = gn.download();
+  }
+  EXPECT_TRUE(same_values("ssd_detect det_count", rn[0], count));
+  EXPECT_TRUE(same_values("ssd_detect det_classes", rc[0], classes));
+  EXPECT_TRUE(all_close("ssd_detect det_boxes", rb[0], boxes, 1e-6, 1e-7));
+  EXPECT_TRUE(all_close("ssd_detect det_scores", rs[0], scores, 1e-6, 1e-7));
+  EXPECT_TRUE(same_bits("ssd_detect det_boxes, rerun", rb[1], rb[0]));
+  EXPECT_TRUE(same_bits("ssd_detect det_scores, rerun", rs[1], rs[0]));
+  EXPECT_TRUE(same_bits("ssd_detect det_classes, rerun", rc[1], rc[0]));
+  int total = 0;
+  for (int32_t c : count) total += c;
+  EXPECT_GT(total, 0) << "the case detects something";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SsdDetectGpu,
+                         ::testing::Values(DetectCase{2, 300, 5, 50, 40, 0.05f, false},      // small
+                                           DetectCase{3, 846, 11, 200, 100, 0.05f, true},    // ssd_mini, ties
+                                           DetectCase{2, 846, 11, 1000, 500, 0.01f, false},  // top-k above P
+                                           DetectCase{4, 846, 11, 200, 100, 0.8f, false},    // fewer than max_dets
+                                           DetectCase{4, 8732, 81, 200, 200, 0.05f, false},  // ssd300 eval
+                                           DetectCase{2, 8732, 81, 200, 200, 0.05f, true}),  // ssd300, ties
+                         [](const ::testing::TestParamInfo<DetectCase>& i) {
+                           const DetectCase& c = i.param;
+                           return cat("n", c.n, "_p", c.priors, "_c", c.classes, "_k", c.topk, "_d", c.max_dets,
+                                      c.tied ? "_tied" : "");
+                         });
+
+// ================================ NMS of sorted boxes ================================
+struct NmsCase {
+  int n, max_keep;
+  float threshold;
+};
+void PrintTo(const NmsCase& c, std::ostream* os) {
+  *os << cat("n=", c.n, " max_keep=", c.max_keep, " threshold=", c.threshold);
+}
+
+class NmsGpu : public GpuTestWithParam<NmsCase> {};
+
+TEST_P(NmsGpu, KeepsTheSameBoxesAsTheCpu) {
+  const NmsCase k = GetParam();
+  // Boxes in a 200-pixel square, 5 to 40 a side; every 9th a copy of the one before, every 11th
+  // the left half of the one before (IoU exactly 0.5).
+  const auto u = random_floats(size_t(k.n) * 4, 600, 0.0f, 1.0f);
+  std::vector<float> boxes(size_t(k.n) * 4);
+  for (int i = 0; i < k.n; ++i) {
+    float* b = boxes.data() + size_t(i) * 4;
+    if (i > 0 && i % 9 == 0) {
+      std::copy_n(b - 4, 4, b);
+    } else if (i > 0 && i % 11 == 0) {
+      std::copy_n(b - 4, 4, b);
+      b[2] = 0.5f * (b[0] + b[2]);
+    } else {
+      b[0] = 200.0f * u[size_t(i) * 4], b[1] = 200.0f * u[size_t(i) * 4 + 1];
+      b[2] = b[0] + 5.0f + 35.0f * u[size_t(i) * 4 + 2], b[3] = b[1] + 5.0f + 35.0f * u[size_t(i) * 4 + 3];
+    }
+  }
+  std::vector<int32_t> keep(k.max_keep, -1);
+  Arena ca = cpu_scratch(cpu().nms_scratch_floats(k.n));
+  const int count = cpu().nms_sorted(boxes.data(), k.n, k.threshold, k.max_keep, keep.data(), ca);
+  keep.resize(count);
+  const DeviceBuffer<float> gboxes(boxes);
+  Arena ga = gpu_scratch(gpu().nms_scratch_floats(k.n));
+  for (int r = 0; r < 2; ++r) {
+    DeviceBuffer<int32_t> gkeep(std::vector<int32_t>(k.max_keep, -1));
+    const int gcount = gpu().nms_sorted(gboxes.get(), k.n, k.threshold, k.max_keep, gkeep.get(), ga);
+    EXPECT_EQ(gcount, count);
+    auto got = gkeep.download();
+    EXPECT_TRUE(std::all_of(got.begin() + std::min(gcount, k.max_keep), got.end(), [](int32_t v) { return v == -1; }))
+        << "nothing written past the count";
+    got.resize(std::max(0, std::min(gcount, k.max_keep)));
+    EXPECT_TRUE(same_values("nms_sorted keep", got, keep));
+  }
+  EXPECT_GT(k.n - count, 0) << "the case suppresses something";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, NmsGpu,
+                         ::testing::Values(NmsCase{100, 100, 0.5f},      // fewer than two 64-box words
+                                           NmsCase{2000, 2000, 0.7f},    // Mask R-CNN's RPN (test)
+                                           NmsCase{6000, 1000, 0.5f},    // max_keep reached
+                                           NmsCase{12000, 2000, 0.7f}),  // RPN pre-NMS top-k (train)
+                         [](const ::testing::TestParamInfo<NmsCase>& i) {
+                           return cat("n", i.param.n, "_keep", i.param.max_keep, "_t",
+                                      int(std::lround(i.param.threshold * 10)));
+                         });
+
+// ================================ RoIAlign ================================
+struct RoiCase {
+  int n, h, w, c, rois, pooled;
+  float scale;
+  int sampling;
+  bool aligned;
+};
+void PrintTo(const RoiCase& c, std::ostream* os) {
+  *os << cat("n=", c.n, " h=", c.h, " w=", c.w, " c=", c.c, " rois=", c.rois, " pooled=", c.pooled, " scale=", c.scale,
+             " sampling=", c.sampling, " aligned=", c.aligned);
+}
+
+class RoiAlignGpu : public GpuTestWithParam<RoiCase> {};
+
+TEST_P(RoiAlignGpu, ForwardAndBackwardMatchCpu) {
+  const RoiCase k = GetParam();
+  const auto x = random_floats(size_t(k.n) * k.h * k.w * k.c, 700);
+  // RoIs in input pixels, 1 to 60% of the image a side, some reaching outside, one zero-sized.
+  const float W = float(k.w) / k.scale, H = float(k.h) / k.scale;
+  const auto u = random_floats(size_t(k.rois) * 4, 701, 0.0f, 1.0f);
+  const auto img = random_indices(k.rois, 702, k.n);
+  std::vector<float> rois;
+  for (int r = 0; r < k.rois; ++r) {
+    const float x1 = -0.1f * W + 1.0f * W * u[r * 4], y1 = -0.1f * H + 1.0f * H * u[r * 4 + 1];
+    const float rw = r == 0 ? 0.0f : (0.01f + 0.6f * u[r * 4 + 2]) * W,
+                rh = r == 0 ? 0.0f : (0.01f + 0.6f * u[r * 4 + 3]) * H;
+    rois.insert(rois.end(), {float(img[r]), x1, y1, x1 + rw, y1 + rh});
+  }
+  const size_t ny = size_t(k.rois) * k.pooled * k.pooled * k.c;
+  std::vector<float> y(ny, kJunk);
+  cpu().roi_align_forward(x.data(), k.n, k.h, k.w, k.c, rois.data(), k.rois, k.pooled, k.pooled, k.scale, k.sampling,
+                          k.aligned, y.data());
+  const auto dy = random_floats(ny, 703), dx0 = random_floats(x.size(), 704);
+  std::vector<float> dx = dx0;
+  cpu().roi_align_backward(dy.data(), k.n, k.h, k.w, k.c, rois.data(), k.rois, k.pooled, k.pooled, k.scale, k.sampling,
+                           k.aligned, dx.data());
+  const DeviceBuffer<float> gx(x), grois(rois), gdy(dy);
+  std::vector<float> runs[2];
+  for (auto& run : runs) {
+    DeviceBuffer<float> gy(std::vector<float>(ny, kJunk));
+    gpu().roi_align_forward(gx.get(), k.n, k.h, k.w, k.c, grois.get(), k.rois, k.pooled, k.pooled, k.scale, k.sampling,
+                            k.aligned, gy.get());
+    run = gy.download();
+  }
+  EXPECT_TRUE(close_scaled("roi_align_forward", runs[0], y, 1e-5, 1e-6));
+  EXPECT_TRUE(same_bits("roi_align_forward, rerun", runs[1], runs[0]));
+  DeviceBuffer<float> gdx(dx0);  // accumulated onto
+  gpu().roi_align_backward(gdy.get(), k.n, k.h, k.w, k.c, grois.get(), k.rois, k.pooled, k.pooled, k.scale, k.sampling,
+                           k.aligned, gdx.get());
+  EXPECT_TRUE(close_scaled("roi_align_backward dx", gdx.download(), dx, 1e-4, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RoiAlignGpu,
+                         ::testing::Values(RoiCase{1, 6, 5, 3, 4, 2, 1.0f, 2, false},          // tiny, odd sizes
+                                           RoiCase{2, 25, 34, 64, 40, 7, 0.125f, 0, false},    // Detectron v1
+                                           RoiCase{2, 25, 34, 64, 40, 7, 0.125f, 2, true},     // aligned, fixed grid
+                                           RoiCase{2, 50, 68, 256, 64, 14, 0.25f, 2, false},   // mask head
+                                           RoiCase{3, 13, 17, 33, 100, 7, 0.0625f, 0, true}),  // many RoIs
+                         [](const ::testing::TestParamInfo<RoiCase>& i) {
+                           const RoiCase& c = i.param;
+                           return cat("n", c.n, "_", c.h, "x", c.w, "x", c.c, "_r", c.rois, "_p", c.pooled, "_s",
+                                      c.sampling, c.aligned ? "_aligned" : "");
+                         });
+
+}  // namespace
