@@ -182,6 +182,29 @@ void write_file(const std::string& path, const std::string& idx_dir, const Split
 
 }  // namespace
 
+FashionMnistItems read_fashion_mnist(const std::string& idx_dir, const std::string& prefix) {
+  Split s = read_split(idx_dir, prefix);
+  FashionMnistItems items;
+  items.n = s.images.n;
+  items.rows = s.images.rows;
+  items.cols = s.images.cols;
+  items.images = std::move(s.images.data);
+  items.labels = std::move(s.labels.data);
+  return items;
+}
+
+std::vector<std::string> fashion_mnist_class_names() {
+  std::vector<std::string> names;
+  std::string all = kClassNames;
+  size_t pos = 0;
+  while (pos <= all.size()) {
+    const size_t comma = std::min(all.find(',', pos), all.size());
+    names.push_back(all.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return names;
+}
+
 PreparedImages prepare_fashion_mnist(const std::string& idx_dir, const std::string& out_h5) {
   // Name every missing input at once before reading anything.
   std::string missing;

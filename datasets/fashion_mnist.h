@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlpd {
 
@@ -23,5 +24,17 @@ struct PreparedImages {
 // (created if needed), renamed to out_h5 only when complete. Prints nothing.
 // Throws UserError naming the offending file (and the Debian package when a file is missing).
 PreparedImages prepare_fashion_mnist(const std::string& idx_dir, const std::string& out_h5);
+
+// One split of the IDX files ("train" or "t10k"), validated as prepare_fashion_mnist does: the
+// items the detection scenes are composed from. UserError naming the file on any problem.
+struct FashionMnistItems {
+  int64_t n = 0;
+  int rows = 0, cols = 0;
+  std::vector<uint8_t> images;  // [n, rows, cols]
+  std::vector<uint8_t> labels;  // [n], 0..9
+};
+FashionMnistItems read_fashion_mnist(const std::string& idx_dir, const std::string& prefix);
+// The ten class names, index order.
+std::vector<std::string> fashion_mnist_class_names();
 
 }  // namespace mlpd

@@ -224,8 +224,11 @@ std::string type_text(hid_t type) {
 
 }  // namespace
 
-std::vector<hsize_t> h5_int_dataset_extents(hid_t file, const std::string& name, size_t bytes, bool is_signed,
-                                            int rank) {
+namespace {
+
+// The checks of h5_int_dataset_extents for a dataset of class `cls` (integer or float).
+std::vector<hsize_t> checked_extents(hid_t file, const std::string& name, H5T_class_t cls, size_t bytes,
+                                     bool is_signed, int rank) {
   auto fail = [&](const std::string& why) { throw H5LayoutError(name + " " + why); };
   if (!h5_has_path(file, name)) fail("is missing");
   // Everything must lie in this file: another file, or raw data stored outside (a pipe, a device),
@@ -242,9 +245,10 @@ std::vector<hsize_t> h5_int_dataset_extents(hid_t file, const std::string& name,
   }
   H5Id ds(id);
   H5Id type(H5_CHECK(H5Dget_type(ds)));
-  const bool type_ok = H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == bytes &&
-                       (H5Tget_sign(type) == H5T_SGN_2) == is_signed;
-  const std::string expected = (is_signed ? "int" : "uint") + std::to_string(8 * bytes);
+  const bool type_ok = H5Tget_class(type) == cls && H5Tget_size(type) == bytes &&
+                       (cls != H5T_INTEGER || (H5Tget_sign(type) == H5T_SGN_2) == is_signed);
+  const std::string expected =
+      (cls == H5T_FLOAT ? "float" : is_signed ? "int" : "uint") + std::to_string(8 * bytes);
   if (!type_ok) fail("is " + type_text(type) + ", expected " + expected);
   H5Id space(H5_CHECK(H5Dget_space(ds)));
   const int ndims = H5_CHECK(H5Sget_simple_extent_ndims(space));
@@ -266,6 +270,17 @@ std::vector<hsize_t> h5_int_dataset_extents(hid_t file, const std::string& name,
   if (stored < claimed)
     fail("claims " + std::to_string(claimed) + " bytes of data but the file holds " + std::to_string(stored));
   return dims;
+}
+
+}  // namespace
+
+std::vector<hsize_t> h5_int_dataset_extents(hid_t file, const std::string& name, size_t bytes, bool is_signed,
+                                            int rank) {
+  return checked_extents(file, name, H5T_INTEGER, bytes, is_signed, rank);
+}
+
+std::vector<hsize_t> h5_float_dataset_extents(hid_t file, const std::string& name, int rank) {
+  return checked_extents(file, name, H5T_FLOAT, sizeof(float), true, rank);
 }
 
 void write_h5_atomically(const std::string& out_h5, const std::function<void(const std::string& tmp_path)>& write) {

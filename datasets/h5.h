@@ -112,6 +112,8 @@ void h5_check_layout_format(hid_t file);
 // naming the dataset otherwise.
 std::vector<hsize_t> h5_int_dataset_extents(hid_t file, const std::string& name, size_t bytes, bool is_signed,
                                             int rank);
+// The same for a float32 dataset.
+std::vector<hsize_t> h5_float_dataset_extents(hid_t file, const std::string& name, int rank);
 
 // Writes a prepared file safely: creates the output directory, calls write(tmp_path) with HDF5's
 // error printing off, then renames tmp to out_h5. Never leaves a half-written file under the final

@@ -7,10 +7,11 @@
 
 namespace mlpd {
 
-// The translation and detection ops, each list filled in as its ops get both kernels.
+// The translation, detection and minigo ops, each list filled in as its ops get both kernels.
 #include "kernels/op_list_transformer.inc"
 #include "kernels/op_list_gnmt.inc"
 #include "kernels/op_list_detection.inc"
+#include "kernels/op_list_minigo.inc"
 
 // Every op of kernels/op_signatures.inc, once.
 #define MLPD_FOR_EACH_OP(X)                                                                              \
@@ -21,7 +22,7 @@ namespace mlpd {
   X(linear_forward) X(linear_backward) X(softmax_xent) X(sgd_momentum_update) X(lars_update)             \
   X(adam_update) X(lazy_adam_update) X(sum_squares) X(embedding_gather) X(embedding_scatter_add)         \
   X(gmf_forward) X(gmf_backward) X(sigmoid_bce) X(scale_inplace)                                        \
-  MLPD_TRANSFORMER_OPS(X) MLPD_GNMT_OPS(X) MLPD_DETECTION_OPS(X)
+  MLPD_TRANSFORMER_OPS(X) MLPD_GNMT_OPS(X) MLPD_DETECTION_OPS(X) MLPD_MINIGO_OPS(X)
 
 struct OpTable {
   Device device = Device::cpu;

@@ -9,6 +9,7 @@ const WorkloadEntry& resnet_entry();
 const WorkloadEntry& ncf_entry();
 const WorkloadEntry& transformer_entry();
 const WorkloadEntry& gnmt_entry();
+const WorkloadEntry& ssd_entry();
 
 namespace {
 
@@ -18,6 +19,7 @@ std::vector<const WorkloadEntry*>& entries() {
       &ncf_entry(),
       &transformer_entry(),
       &gnmt_entry(),
+      &ssd_entry(),
   };
   return list;
 }

@@ -82,5 +82,8 @@ TEST_F(GpuWorkloadStep, TransformerMiniStepMatchesTheCpu) { expect_same_step("tr
 
 TEST_F(GpuWorkloadStep, GnmtMiniStepMatchesTheCpu) { expect_same_step("gnmt", {"global_batch_size=32"}); }
 
+// Target assignment, hard-negative mining and the random crop: the same decisions on both devices.
+TEST_F(GpuWorkloadStep, SsdMiniStepMatchesTheCpu) { expect_same_step("ssd", {"global_batch_size=16"}); }
+
 }  // namespace
 }  // namespace mlpd

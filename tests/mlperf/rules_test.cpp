@@ -181,6 +181,8 @@ TEST(Rules, every_row_is_well_formed) {
     EXPECT_FALSE(r.keys.empty()) << r.name;
     if (r.kind == RuleKind::OneOf || r.kind == RuleKind::DividesLocalBatch) {
       EXPECT_FALSE(r.strs.empty()) << r.name;
+    } else if (r.kind == RuleKind::OneOfNumbers || r.kind == RuleKind::ElementsMultipleOf) {
+      EXPECT_FALSE(r.nums.empty()) << r.name;
     } else if (r.kind != RuleKind::MultipleOfRanks) {
       EXPECT_EQ(r.nums.size(), 1u) << r.name;
     }
@@ -192,6 +194,40 @@ TEST(Rules, every_row_is_well_formed) {
   for (const auto& r : common_rule_rows()) well_formed(r, "");
   for (const WorkloadEntry* e : workload_entries())
     for (const auto& r : e->spec.rules) well_formed(r, e->spec.name);
+}
+
+// ssd's rows: max_samples one of {1, 50}; decay boundaries of closed_ssd.yaml's form (40+4k, 50+5k).
+TEST(Rules, ssd_max_samples_and_boundary_epochs) {
+  const BenchmarkSpec& ssd = find_workload("ssd").spec;
+  auto names = [&](const json& c) {
+    std::vector<std::string> n;
+    for (const auto& v : check_rules(ssd, "mini", c)) n.push_back(v.rule);
+    return n;
+  };
+  json c = {{kOptName, kSgd},
+            {kGlobalBatchSize, 64},
+            {kLrDecay, "ssd"},
+            {kOptBaseLearningRate, 0.05},
+            {kOptLearningRateDecayFactor, 0.1},
+            {kMaxSamples, 1},
+            {kOptLearningRateWarmupFactor, 0},
+            {kOptLearningRateWarmupSteps, 300},
+            {kOptLearningRateDecayBoundaryEpochs, {8, 10}}};
+  EXPECT_EQ(names(c), Names{});
+  c[kMaxSamples] = 50;
+  EXPECT_EQ(names(c), Names{});
+  c[kMaxSamples] = 10;
+  EXPECT_EQ(names(c), Names{"ssd.max_samples_1_or_50"});
+  c[kMaxSamples] = 1;
+  c[kOptLearningRateDecayBoundaryEpochs] = {9, 10};
+  EXPECT_EQ(names(c), Names{"ssd.decay_boundaries_40+4k_50+5k"});
+  c[kOptLearningRateDecayBoundaryEpochs] = {8};
+  EXPECT_EQ(names(c), Names{"ssd.decay_boundaries_40+4k_50+5k"});
+  c[kOptLearningRateDecayBoundaryEpochs] = 8;
+  EXPECT_EQ(names(c), Names{"ssd.decay_boundaries_40+4k_50+5k"});
+  c[kOptLearningRateDecayBoundaryEpochs] = {44, 55};
+  c[kOptLearningRateWarmupFactor] = 0.5;
+  EXPECT_EQ(names(c), Names{"ssd.warmup_factor_integer"});
 }
 
 }  // namespace
