@@ -30,6 +30,7 @@ int main_entry(int argc, char** argv) {
       "  mpirun -np 2 mlperf-dist suite --scale mini --runs 5   (MLPerf's N runs, olympic mean)\n"
       "  mlperf-dist report results/ -o report.html   (scores, runs, curves, scaling: one HTML page)\n"
       "  mlperf-dist score bleu --ref newstest.de --hyp output.de   (sacreBLEU's corpus BLEU)\n"
+      "  mlperf-dist score coco --gt instances.json --dt detections.json   (pycocotools' COCO mAP)\n"
       "Workloads:\n" +
       workloads};
   app.require_subcommand(1);

@@ -97,12 +97,13 @@ int run_suite_command(SuiteArgs& a, const GlobalArgs& g, int argc, char** argv);
 // score: a system's output against references, one subcommand per metric (bleu: sacreBLEU's
 // corpus BLEU, src/translation/bleu.h).
 struct ScoreArgs {
-  std::string metric;  // the metric subcommand given: "bleu"
+  std::string metric;  // the metric subcommand given: "bleu" or "coco"
   std::string ref;
   std::string hyp;
   std::string tokenize = "13a";
   bool lowercase = false;
   int width = 2;
+  std::string gt, dt, iou_type = "bbox", json_out;  // coco
 };
 void add_score_command(CLI::App& app, ScoreArgs& a);
 int run_score_command(const ScoreArgs& a);

@@ -1,5 +1,6 @@
-// `score`: quality metrics of a system's output against references, one subcommand per metric.
-// Only `score bleu` now (sacreBLEU's corpus BLEU); a new metric is one more subcommand here.
+// `score`: quality metrics of a system's output against references, one subcommand per metric:
+// `score bleu` (sacreBLEU's corpus BLEU) and `score coco` (pycocotools' twelve COCO numbers). The
+// same code scores the workloads' evaluations.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -8,12 +9,15 @@
 
 #include "cli/commands.h"
 #include "core/check.h"
+#include "core/atomic_file.h"
+#include "detection/coco_eval.h"
+#include "detection/coco_json.h"
 #include "translation/bleu.h"
 
 namespace mlpd::cli {
 
 void add_score_command(CLI::App& app, ScoreArgs& a) {
-  auto* s = app.add_subcommand("score", "Score a system's output against references (metrics: bleu)");
+  auto* s = app.add_subcommand("score", "Score a system's output against references (metrics: bleu, coco)");
   s->require_subcommand(0, 1);  // none: run_score_command names the metrics (CLI11 would not)
   s->footer(kExitCodesHelp);
   auto* b = s->add_subcommand(
@@ -35,6 +39,20 @@ void add_score_command(CLI::App& app, ScoreArgs& a) {
       ->check(CLI::Range(0, 10))
       ->capture_default_str();
   b->callback([&a] { a.metric = "bleu"; });
+  auto* c = s->add_subcommand("coco", "COCO detection metrics as pycocotools' COCOeval computes and prints them");
+  c->footer(
+      "--gt: a COCO instances file (images, categories, annotations with bbox, area, iscrowd and, for segm,\n"
+      "a segmentation as polygons or RLE). --dt: a results list [{image_id, category_id, bbox [x,y,w,h], score\n"
+      "[, segmentation RLE]}], as pycocotools' loadRes reads it. Prints the twelve lines of summarize().\n"
+      "Exit codes: 0 scored; 2 usage error (a missing or malformed file: the message names the entry and\n"
+      "field); 1 internal error.");
+  c->add_option("--gt", a.gt, "Ground truth: COCO instances JSON")->required()->check(CLI::ExistingFile);
+  c->add_option("--dt", a.dt, "Detections: COCO results JSON")->required()->check(CLI::ExistingFile);
+  c->add_option("--iou-type", a.iou_type, "bbox (boxes) or segm (masks)")
+      ->check(CLI::IsMember({"bbox", "segm"}))
+      ->capture_default_str();
+  c->add_option("--json", a.json_out, "Also write the twelve numbers as JSON to this file");
+  c->callback([&a] { a.metric = "coco"; });
 }
 
 namespace {
@@ -82,11 +100,52 @@ int run_score_bleu(const ScoreArgs& a) {
   return kExitSuccess;
 }
 
+nlohmann::json read_json_file(const std::string& path, const char* what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UserError(std::string(what) + " " + path + ": cannot be opened", kExitUsage);
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(std::string(what) + " " + path + ": not valid JSON (" + e.what() + ")", kExitUsage);
+  }
+}
+
+int run_score_coco(const ScoreArgs& a) {
+  const CocoIouType type = a.iou_type == "segm" ? CocoIouType::Segm : CocoIouType::Bbox;
+  const nlohmann::json gt_json = read_json_file(a.gt, "--gt");
+  const nlohmann::json dt_json = read_json_file(a.dt, "--dt");
+  CocoGroundTruth gt;
+  std::vector<CocoDetection> dts;
+  try {
+    gt = coco_read_ground_truth(gt_json, type == CocoIouType::Segm);
+  } catch (const std::invalid_argument& e) {
+    throw UserError("--gt " + a.gt + ": " + e.what(), kExitUsage);
+  }
+  try {
+    dts = coco_read_detections(dt_json, gt, type);
+  } catch (const std::invalid_argument& e) {
+    throw UserError("--dt " + a.dt + ": " + e.what(), kExitUsage);
+  }
+  const CocoStats s = coco_evaluate(gt, dts, type);
+  std::fputs(coco_summary_text(s).c_str(), stdout);
+  if (!a.json_out.empty()) {
+    static const char* names[12] = {"AP", "AP50", "AP75", "APs", "APm", "APl",
+                                    "AR1", "AR10", "AR100", "ARs", "ARm", "ARl"};
+    nlohmann::json j;
+    j["iou_type"] = a.iou_type;
+    for (int i = 0; i < 12; ++i) j[names[i]] = s.stats[size_t(i)];
+    const std::string text = j.dump(2) + "\n";
+    write_file_atomically(a.json_out, text.data(), text.size());
+  }
+  return kExitSuccess;
+}
+
 }  // namespace
 
 int run_score_command(const ScoreArgs& a) {
   if (a.metric == "bleu") return run_score_bleu(a);
-  throw UserError("score: name a metric, e.g. `mlperf-dist score bleu --ref REF --hyp HYP` (available: bleu)",
+  if (a.metric == "coco") return run_score_coco(a);
+  throw UserError("score: name a metric, e.g. `mlperf-dist score bleu --ref REF --hyp HYP` (available: bleu, coco)",
                   kExitUsage);
 }
 
