@@ -23,13 +23,18 @@ template <class T>
 void write_array(hid_t group, const char* name, hid_t file_type, hid_t mem_type, std::vector<hsize_t> dims,
                  const T* data) {
   H5Id space(H5_CHECK(H5Screate_simple(int(dims.size()), dims.data(), nullptr)));
-  H5Id ds(H5_CHECK(H5Dcreate2(group, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  // No modification times in the object headers: the same scenes give the same file, byte for byte.
+  H5Id dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  H5_CHECK(H5Pset_obj_track_times(dcpl, false));
+  H5Id ds(H5_CHECK(H5Dcreate2(group, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)));
   // An empty dataset has no storage to write (HDF5 accepts a null buffer only then).
   if (dims.empty() || dims[0] > 0) H5_CHECK(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
 }
 
 void write_split(hid_t file, const char* name, const DetectionSplitData& d, double mean, double std) {
-  H5Id g(H5_CHECK(H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  H5Id gcpl(H5_CHECK(H5Pcreate(H5P_GROUP_CREATE)));
+  H5_CHECK(H5Pset_obj_track_times(gcpl, false));
+  H5Id g(H5_CHECK(H5Gcreate2(file, name, H5P_DEFAULT, gcpl, H5P_DEFAULT)));
   const hsize_t n = hsize_t(d.count), m = hsize_t(d.classes.size());
   write_array(g, layout::kImages, H5T_STD_U8LE, H5T_NATIVE_UINT8, {n, hsize_t(d.h), hsize_t(d.w), hsize_t(d.c)},
               d.images.data());
