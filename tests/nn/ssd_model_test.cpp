@@ -12,6 +12,7 @@
 #include "core/arena.h"
 #include "core/param_store.h"
 #include "core/rng.h"
+#include "kernels/ops.h"
 #include "workloads/ssd/ssd_model.h"
 
 using namespace mlpd;
@@ -112,3 +113,49 @@ TEST(SsdModel, GradientsMatchFiniteDifferencesOfALinearReadout) {
   test::expect_view_grads_match(m.store, readout);
 }
 
+
+// The reference architecture runs a training step at batch 2 (300x300x3, 81 classes) with the real
+// target assignment and multibox loss: a finite loss, and a gradient in every view.
+TEST(SsdModel, Ssd300RunsATrainingStepOnABatchOfTwo) {
+  openblas_set_num_threads(2);
+  const SsdSpec spec = ssd_spec("ssd300", 300, 300, 3, 81, 2);
+  Model m(spec);
+  const int n = 2, P = ssd_num_priors(*m.net);
+  Rng r{6, 1};
+  std::vector<float> x(size_t(n) * 300 * 300 * 3);
+  for (auto& v : x) v = r.normal();
+  // In each image, boxes of the six maps' scales (0.07 to 0.9), so every head has positives and
+  // every view a gradient (x1, y1, x2, y2, normalized).
+  std::vector<float> boxes;
+  std::vector<int32_t> labels, first = {0};
+  for (int i = 0; i < n; ++i) {
+    for (float size : {0.08f, 0.16f, 0.33f, 0.5f, 0.7f, 0.92f}) {
+      const float c = 0.5f + 0.02f * float(i);
+      boxes.insert(boxes.end(), {c - size / 2, c - size / 2, c + size / 2, c + size / 2});
+      labels.push_back(int32_t(1 + labels.size() * 7 % 80));
+    }
+    first.push_back(int32_t(labels.size()));
+  }
+  std::vector<int32_t> prior_labels(size_t(n) * P);
+  std::vector<float> loc_t(size_t(n) * P * 4), dconf(size_t(n) * P * 81), dloc(size_t(n) * P * 4);
+  Arena loss_arena;
+  arena_init(loss_arena, sizeof(float) * (ssd_loss_scratch_floats(n, P) + ssd_assign_scratch_floats(P, 12) + 4096));
+  arena_reset(m.arena);
+  const SsdOutputs o = ssd_forward(*m.net, m.store, m.arena, x.data(), n, true);
+  ssd_assign_targets(ssd_priors(*m.net).data(), P, boxes.data(), labels.data(), first.data(), n, 0.5f, 0.1f, 0.2f,
+                     prior_labels.data(), loc_t.data(), loss_arena);
+  int positives = 0;
+  const double loss = ssd_multibox_loss(o.conf, o.loc, prior_labels.data(), loc_t.data(), n, P, 81, 3.0f, 0.5f,
+                                        dconf.data(), dloc.data(), &positives, loss_arena);
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_GT(loss, 0.0);
+  EXPECT_GE(positives, 12);
+  std::fill(m.store.grads.begin(), m.store.grads.end(), 0.0f);
+  ssd_backward(*m.net, m.store, m.arena, dconf.data(), dloc.data(), n, [](size_t) {});
+  for (size_t v = 0; v < m.store.views.size(); ++v) {
+    const ParamView& pv = m.store.views[v];
+    double s = 0;
+    for (size_t i = 0; i < pv.count; ++i) s += std::fabs(m.store.grads[pv.offset + i]);
+    EXPECT_GT(s, 0.0) << pv.name;
+  }
+}
