@@ -228,6 +228,7 @@ class TrainLoop final : public LoopServices {
 
   int max_epochs() const override { return run_.run.max_epochs; }
   bool stopped() const override { return stopped_; }
+  std::vector<std::string> exchange_records(const std::string& mine) override { return allgather_strings(w_, mine); }
 
   // Epochs of steps from `start`, evaluating every eval_every_epochs, at the last epoch, and when
   // stopping; a checkpoint every checkpoint_every epochs.

@@ -137,6 +137,9 @@ class LoopServices {
   virtual bool evaluate(int epoch) = 0;          // true: the quality target is reached
   virtual int max_epochs() const = 0;
   virtual bool stopped() const = 0;              // target reached, NaN, or --max-steps
+  // Every rank's bytes on every rank, in rank order (minigo: each generation's self-play games,
+  // which every rank samples its training positions from). Collective: all ranks call it.
+  virtual std::vector<std::string> exchange_records(const std::string& mine) = 0;
 };
 
 }  // namespace mlpd

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/collectives.h"
+#include "comm/gather_strings.h"
 
 using namespace mlpd;
 
@@ -53,4 +54,18 @@ TEST(Collectives, EvalCountsSumAcrossRanks) {
   EXPECT_EQ(counts[0], w.size * (w.size + 1) / 2);
   EXPECT_EQ(counts[1], 10 * w.size);
   EXPECT_EQ(allreduce_max(w, static_cast<double>(w.rank)), static_cast<double>(w.size - 1));
+}
+
+// Strings of different lengths (rank 1's empty) reach every rank, in rank order, byte for byte.
+TEST(Collectives, AllgatherStringsGivesEveryRankEveryString) {
+  World& w = world();
+  std::string mine = w.rank == 1 ? std::string() : std::string(size_t(100 * w.rank + 3), char('a' + w.rank));
+  mine.push_back('\0');
+  const std::vector<std::string> all = allgather_strings(w, mine);
+  ASSERT_EQ(all.size(), size_t(w.size));
+  for (int r = 0; r < w.size; ++r) {
+    std::string want = r == 1 ? std::string() : std::string(size_t(100 * r + 3), char('a' + r));
+    want.push_back('\0');
+    EXPECT_EQ(all[size_t(r)], want) << "rank " << r;
+  }
 }
