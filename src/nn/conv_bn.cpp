@@ -162,3 +162,81 @@ double flops_per_image(const ResidualBlock& blk) {
 }
 
 }  // namespace mlpd::nn
+
+namespace mlpd::nn {
+
+Backbone make_backbone(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const float* input, int h, int w,
+                       int c, int stem_channels, int stem_kernel, int stem_stride, bool maxpool) {
+  Backbone b;
+  b.stem = make_conv_bn(s, buf, spec, "stem", input, h, w, c, stem_channels, stem_kernel, stem_stride, stem_kernel / 2,
+                        true);
+  b.flops = conv_flops_per_image(b.stem.conv);
+  b.out = b.stem.bn.y;
+  b.out_h = b.stem.out_h, b.out_w = b.stem.out_w, b.out_c = stem_channels;
+  if (maxpool) {
+    const size_t mb = size_t(spec.max_batch);
+    b.has_maxpool = true;
+    b.pool.dims = PoolDims{spec.max_batch, b.out_h, b.out_w, b.out_c, 3, 2, 1};
+    b.pool.x = b.out;
+    b.out_h = b.pool.dims.out_h();
+    b.out_w = b.pool.dims.out_w();
+    MLPD_CHECK(b.out_h > 0 && b.out_w > 0, "backbone: input too small for the stem");
+    b.pool.y = buf.floats(size_t(b.out_h) * b.out_w * b.out_c * mb);
+    b.dpool_in = buf.floats(b.stem.out_per_image * mb);
+    b.out = b.pool.y;
+  }
+  return b;
+}
+
+namespace {
+
+void append_block(Backbone& b, DeviceBuffers& buf, const ConvBnSpec& spec, ResidualBlock blk) {
+  b.dblock_in.push_back(buf.floats(blk.in_per_image * size_t(spec.max_batch)));
+  b.flops += flops_per_image(blk);
+  b.out = blk.out;
+  b.out_h = blk.out_h, b.out_w = blk.out_w, b.out_c = blk.c_out;
+  b.blocks.push_back(std::move(blk));
+}
+
+}  // namespace
+
+void add_basic_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
+                     int c_out, int stride) {
+  append_block(b, buf, spec, make_basic_block(s, buf, spec, name, b.out, b.out_h, b.out_w, b.out_c, c_out, stride));
+}
+
+void add_bottleneck_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec,
+                          const std::string& name, int width, int stride) {
+  append_block(b, buf, spec, make_bottleneck_block(s, buf, spec, name, b.out, b.out_h, b.out_w, b.out_c, width, stride));
+}
+
+void forward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, bool train) {
+  forward(o, b.stem, s, a, n, train);
+  if (b.has_maxpool) forward(o, b.pool, n);
+  for (const ResidualBlock& blk : b.blocks) forward(o, blk, s, a, n, train);
+}
+
+void backward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, const float* dy, const ReadyFn& ready) {
+  for (size_t i = b.blocks.size(); i-- > 0;) {
+    backward(o, b.blocks[i], s, a, n, dy, b.dblock_in[i], false, ready);
+    dy = b.dblock_in[i];
+  }
+  if (b.has_maxpool) {
+    backward(o, b.pool, n, dy, b.dpool_in);
+    dy = b.dpool_in;
+  }
+  backward(o, b.stem, s, a, n, dy, nullptr, false, ready);
+}
+
+size_t scratch_floats(const OpTable& o, const Backbone& b, int n) {
+  size_t f = scratch_floats(o, b.stem, n);
+  for (const ResidualBlock& blk : b.blocks) f = std::max(f, scratch_floats(o, blk, n));
+  return f;
+}
+
+void init_backbone(const Backbone& b, ParamStore& s, uint64_t seed, bool zero_init_residual) {
+  init_conv_bn(b.stem, s, seed);
+  for (const ResidualBlock& blk : b.blocks) init_residual_block(blk, s, seed, zero_init_residual);
+}
+
+}  // namespace mlpd::nn

@@ -84,3 +84,35 @@ void init_residual_block(const ResidualBlock& blk, ParamStore& s, uint64_t seed,
 double flops_per_image(const ResidualBlock& blk);
 
 }  // namespace mlpd::nn
+
+namespace mlpd::nn {
+
+// A ResNet-style backbone: a conv+BN+ReLU stem, an optional 3x3/2 max pool, then residual blocks.
+// Owns the gradient buffers between its parts; backward runs down to the stem (no input gradient).
+struct Backbone {
+  ConvBn stem;
+  bool has_maxpool = false;
+  MaxPool pool;
+  float* dpool_in = nullptr;  // gradient at the stem's output when the pool follows
+  std::vector<ResidualBlock> blocks;
+  std::vector<float*> dblock_in;  // gradient at each block's input
+  const float* out = nullptr;     // the last part's output
+  int out_h = 0, out_w = 0, out_c = 0;
+  double flops = 0.0;             // forward, per image
+};
+
+// The stem (k x k, stride, padding k/2) over `input` [h, w, c] per image, and the pool if asked.
+Backbone make_backbone(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const float* input, int h, int w,
+                       int c, int stem_channels, int stem_kernel, int stem_stride, bool maxpool);
+// Appends a basic block (bottleneck: a bottleneck block of that width) reading the current output.
+void add_basic_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
+                     int c_out, int stride);
+void add_bottleneck_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec,
+                          const std::string& name, int width, int stride);
+void forward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, bool train);
+// dy: gradient at `out`. Views ready in reverse registration order (blocks from the last, the stem).
+void backward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, const float* dy, const ReadyFn& ready);
+size_t scratch_floats(const OpTable& o, const Backbone& b, int n);
+void init_backbone(const Backbone& b, ParamStore& s, uint64_t seed, bool zero_init_residual);
+
+}  // namespace mlpd::nn

@@ -18,9 +18,7 @@ struct MinigoNet {
   DeviceBuffers buffers;
   float* input = nullptr;
   size_t input_per_image = 0;
-  nn::ConvBn stem;
-  std::vector<nn::ResidualBlock> blocks;
-  std::vector<float*> dblock_in;
+  nn::Backbone tower;
   nn::ConvBn policy_conv, value_conv;  // 1x1, with ReLU
   nn::Linear policy_fc, value_fc1, value_fc2;
   float* value_hidden = nullptr;       // relu(value_fc1), [max_batch, hidden]
@@ -48,16 +46,11 @@ std::unique_ptr<MinigoNet> build_minigo_net(const MinigoNetSpec& spec, ParamStor
   const size_t first_view = s.views.size();
   n.input_per_image = size_t(cells) * spec.planes;
   n.input = n.buffers.floats(n.input_per_image * mb);
-  n.stem = nn::make_conv_bn(s, n.buffers, cb, "stem", n.input, b, b, spec.planes, spec.channels, 3, 1, 1, true);
-  n.flops += nn::conv_flops_per_image(n.stem.conv);
-  const float* x = n.stem.bn.y;
-  for (int i = 0; i < spec.blocks; ++i) {
-    n.blocks.push_back(nn::make_basic_block(s, n.buffers, cb, "block" + std::to_string(i), x, b, b, spec.channels,
-                                            spec.channels, 1));
-    n.dblock_in.push_back(n.buffers.floats(mb * size_t(cells) * spec.channels));
-    n.flops += nn::flops_per_image(n.blocks.back());
-    x = n.blocks.back().out;
-  }
+  n.tower = nn::make_backbone(s, n.buffers, cb, n.input, b, b, spec.planes, spec.channels, 3, 1, false);
+  for (int i = 0; i < spec.blocks; ++i)
+    nn::add_basic_block(n.tower, s, n.buffers, cb, "block" + std::to_string(i), spec.channels, 1);
+  n.flops += n.tower.flops;
+  const float* x = n.tower.out;
   n.policy_conv = nn::make_conv_bn(s, n.buffers, cb, "policy", x, b, b, spec.channels, 2, 1, 1, 0, true);
   n.policy_fc = nn::make_linear(s, "policy.fc", 2 * cells, spec.moves());
   n.policy_fc.x = n.policy_conv.bn.y;
@@ -82,8 +75,7 @@ std::unique_ptr<MinigoNet> build_minigo_net(const MinigoNetSpec& spec, ParamStor
 
 void init_minigo_net(MinigoNet& n, ParamStore& s, uint64_t seed) {
   MLPD_CHECK(!on_device(s), "init_minigo_net writes the host buffers: call it before place_store_on");
-  nn::init_conv_bn(n.stem, s, seed);
-  for (const nn::ResidualBlock& b : n.blocks) nn::init_residual_block(b, s, seed, false);
+  nn::init_backbone(n.tower, s, seed, false);
   nn::init_conv_bn(n.policy_conv, s, seed);
   nn::init_conv_bn(n.value_conv, s, seed);
   // Linear layers uniform(+-1/sqrt(fan_in)), weight and bias, as PyTorch's default.
@@ -99,9 +91,8 @@ void init_minigo_net(MinigoNet& n, ParamStore& s, uint64_t seed) {
 
 size_t minigo_arena_bytes(const MinigoNet& n, int batch) {
   const OpTable& o = *n.ops;
-  size_t f = std::max({nn::scratch_floats(o, n.stem, batch), nn::scratch_floats(o, n.policy_conv, batch),
-                       nn::scratch_floats(o, n.value_conv, batch)});
-  for (const nn::ResidualBlock& b : n.blocks) f = std::max(f, nn::scratch_floats(o, b, batch));
+  const size_t f = std::max({nn::scratch_floats(o, n.tower, batch), nn::scratch_floats(o, n.policy_conv, batch),
+                             nn::scratch_floats(o, n.value_conv, batch)});
   return f * sizeof(float) + 4096;
 }
 
@@ -109,8 +100,7 @@ MinigoOutputs minigo_forward(MinigoNet& n, ParamStore& s, Arena& a, const float*
   MLPD_CHECK(batch > 0 && batch <= n.spec.max_batch, "minigo_forward: batch outside [1, max_batch]");
   const OpTable& o = *n.ops;
   copy_to_device(n.spec.device, n.input, x, sizeof(float) * n.input_per_image * size_t(batch));
-  nn::forward(o, n.stem, s, a, batch, train);
-  for (const nn::ResidualBlock& b : n.blocks) nn::forward(o, b, s, a, batch, train);
+  nn::forward(o, n.tower, s, a, batch, train);
   nn::forward(o, n.policy_conv, s, a, batch, train);
   nn::forward(o, n.policy_fc, s, batch);
   nn::forward(o, n.value_conv, s, a, batch, train);
@@ -138,12 +128,7 @@ void minigo_backward(MinigoNet& n, ParamStore& s, Arena& a, const float* dpolicy
   ready(n.policy_fc.b);
   ready(n.policy_fc.w);
   nn::backward(o, n.policy_conv, s, a, batch, n.dpolicy_feat, n.dtrunk, true, ready);
-  const float* dy = n.dtrunk;
-  for (size_t b = n.blocks.size(); b-- > 0;) {
-    nn::backward(o, n.blocks[b], s, a, batch, dy, n.dblock_in[b], false, ready);
-    dy = n.dblock_in[b];
-  }
-  nn::backward(o, n.stem, s, a, batch, dy, nullptr, false, ready);
+  nn::backward(o, n.tower, s, a, batch, n.dtrunk, ready);
 }
 
 std::string minigo_summary(const MinigoNet& n) {

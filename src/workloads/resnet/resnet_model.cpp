@@ -17,12 +17,7 @@ namespace mlpd {
 
 struct ResNet {
   ResNetSpec spec;
-  nn::ConvBn stem;
-  bool has_maxpool = false;
-  nn::MaxPool pool;
-  float* dpool_in = nullptr;          // gradient at the stem's output when the max pool follows
-  std::vector<nn::ResidualBlock> blocks;
-  std::vector<float*> dblock_in;      // gradient at each block's input
+  nn::Backbone body;
   nn::GlobalAvgPool gap;
   nn::Linear fc;
   const OpTable* ops = nullptr;       // the spec's device
@@ -35,12 +30,6 @@ struct ResNet {
   size_t n_params = 0;
   int last_n = 0;
 };
-
-namespace {
-
-int out_dim(int h, int k, int s, int p) { return (h + 2 * p - k) / s + 1; }
-
-}  // namespace
 
 std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
   MLPD_CHECK(spec.variant == "resnet20" || spec.variant == "resnet50",
@@ -57,50 +46,27 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
   const size_t first_param = s.views.size();
   net->input_per_image = size_t(spec.in_h) * spec.in_w * spec.in_c;
   net->input = net->buffers.floats(net->input_per_image * mb);
-  int h = spec.in_h, w = spec.in_w, c = spec.in_c;
-  const float* x = nullptr;
-  auto add_block = [&](nn::ResidualBlock blk) {
-    net->dblock_in.push_back(net->buffers.floats(blk.in_per_image * mb));
-    net->flops += nn::flops_per_image(blk);
-    x = blk.out;
-    h = blk.out_h, w = blk.out_w, c = blk.c_out;
-    net->blocks.push_back(std::move(blk));
-  };
+  nn::Backbone& body = net->body;
   if (spec.variant == "resnet20") {
-    net->stem = nn::make_conv_bn(s, net->buffers, cb, "stem", net->input, h, w, c, 16, 3, 1, 1, true);
-    x = net->stem.bn.y;
-    c = 16;
+    body = nn::make_backbone(s, net->buffers, cb, net->input, spec.in_h, spec.in_w, spec.in_c, 16, 3, 1, false);
     const int widths[3] = {16, 32, 64};
     for (int st = 0; st < 3; ++st)
-      for (int b = 0; b < spec.blocks_per_stage; ++b) {
-        const int stride = (st > 0 && b == 0) ? 2 : 1;
-        const std::string name = "layer" + std::to_string(st + 1) + "." + std::to_string(b);
-        add_block(nn::make_basic_block(s, net->buffers, cb, name, x, h, w, c, widths[st], stride));
-      }
+      for (int b = 0; b < spec.blocks_per_stage; ++b)
+        nn::add_basic_block(body, s, net->buffers, cb, "layer" + std::to_string(st + 1) + "." + std::to_string(b),
+                            widths[st], (st > 0 && b == 0) ? 2 : 1);
   } else {
-    net->stem = nn::make_conv_bn(s, net->buffers, cb, "stem", net->input, h, w, c, 64, 7, 2, 3, true);
-    h = out_dim(h, 7, 2, 3);
-    w = out_dim(w, 7, 2, 3);
-    c = 64;
-    net->has_maxpool = true;
-    net->pool.dims = PoolDims{spec.max_batch, h, w, c, 3, 2, 1};
-    h = net->pool.dims.out_h();
-    w = net->pool.dims.out_w();
-    MLPD_CHECK(h > 0 && w > 0, "resnet: input too small for the stem");
-    net->pool.x = net->stem.bn.y;
-    net->pool.y = net->buffers.floats(size_t(h) * w * c * mb);
-    net->dpool_in = net->buffers.floats(net->stem.out_per_image * mb);
-    x = net->pool.y;
+    body = nn::make_backbone(s, net->buffers, cb, net->input, spec.in_h, spec.in_w, spec.in_c, 64, 7, 2, true);
     const int counts[4] = {3, 4, 6, 3};
     const int widths[4] = {64, 128, 256, 512};
     for (int st = 0; st < 4; ++st)
-      for (int b = 0; b < counts[st]; ++b) {
-        const int stride = (st > 0 && b == 0) ? 2 : 1;
-        const std::string name = "layer" + std::to_string(st + 1) + "." + std::to_string(b);
-        add_block(nn::make_bottleneck_block(s, net->buffers, cb, name, x, h, w, c, widths[st], stride));
-      }
+      for (int b = 0; b < counts[st]; ++b)
+        nn::add_bottleneck_block(body, s, net->buffers, cb,
+                                 "layer" + std::to_string(st + 1) + "." + std::to_string(b), widths[st],
+                                 (st > 0 && b == 0) ? 2 : 1);
   }
-  net->flops += nn::conv_flops_per_image(net->stem.conv);
+  net->flops = body.flops;
+  const int h = body.out_h, w = body.out_w, c = body.out_c;
+  const float* x = body.out;
   net->gap.hw = h * w;
   net->gap.c = c;
   net->gap.x = x;
@@ -118,8 +84,7 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
 void init_resnet(ResNet& net, ParamStore& s, uint64_t seed) {
   MLPD_CHECK(s.finalized, "init_resnet before finalize_params");
   MLPD_CHECK(!on_device(s), "init_resnet writes the host buffers: call it before place_store_on");
-  nn::init_conv_bn(net.stem, s, seed);
-  for (const nn::ResidualBlock& b : net.blocks) nn::init_residual_block(b, s, seed, net.spec.zero_init_residual_gamma);
+  nn::init_backbone(net.body, s, seed, net.spec.zero_init_residual_gamma);
   // Linear weight and bias uniform(+-1/sqrt(fan_in)); view v draws from Rng{seed, v}.
   const float bound = 1.0f / std::sqrt(float(net.fc.in));
   for (size_t view : {net.fc.w, net.fc.b}) {
@@ -130,9 +95,7 @@ void init_resnet(ResNet& net, ParamStore& s, uint64_t seed) {
 }
 
 size_t resnet_arena_bytes(const ResNet& net, int batch) {
-  size_t floats = nn::scratch_floats(*net.ops, net.stem, batch);
-  for (const nn::ResidualBlock& b : net.blocks) floats = std::max(floats, nn::scratch_floats(*net.ops, b, batch));
-  return floats * sizeof(float) + 4096;
+  return nn::scratch_floats(*net.ops, net.body, batch) * sizeof(float) + 4096;
 }
 
 const float* resnet_forward(ResNet& net, ParamStore& s, Arena& a, const float* x, int n, bool train) {
@@ -140,9 +103,7 @@ const float* resnet_forward(ResNet& net, ParamStore& s, Arena& a, const float* x
                                                    " outside [1, max_batch]");
   const OpTable& o = *net.ops;
   copy_to_device(net.spec.device, net.input, x, sizeof(float) * net.input_per_image * size_t(n));
-  nn::forward(o, net.stem, s, a, n, train);
-  if (net.has_maxpool) nn::forward(o, net.pool, n);
-  for (const nn::ResidualBlock& b : net.blocks) nn::forward(o, b, s, a, n, train);
+  nn::forward(o, net.body, s, a, n, train);
   nn::forward(o, net.gap, n);
   nn::forward(o, net.fc, s, n);
   net.last_n = train ? n : 0;
@@ -157,16 +118,7 @@ void resnet_backward(ResNet& net, ParamStore& s, Arena& a, const float* dlogits,
   ready(net.fc.b);
   ready(net.fc.w);
   nn::backward(o, net.gap, n, net.dfeat, net.dgap_in);
-  const float* dy = net.dgap_in;
-  for (size_t b = net.blocks.size(); b-- > 0;) {
-    nn::backward(o, net.blocks[b], s, a, n, dy, net.dblock_in[b], false, ready);
-    dy = net.dblock_in[b];
-  }
-  if (net.has_maxpool) {
-    nn::backward(o, net.pool, n, dy, net.dpool_in);
-    dy = net.dpool_in;
-  }
-  nn::backward(o, net.stem, s, a, n, dy, nullptr, false, ready);
+  nn::backward(o, net.body, s, a, n, net.dgap_in, ready);
 }
 
 std::string resnet_summary(const ResNet& net) {

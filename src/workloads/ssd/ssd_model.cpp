@@ -35,12 +35,7 @@ struct Ssd {
   DeviceBuffers buffers;
   float* input = nullptr;
   size_t input_per_image = 0;
-  nn::ConvBn stem;
-  bool has_maxpool = false;
-  nn::MaxPool pool;
-  float* dpool_in = nullptr;  // gradient at the stem's output when a max pool follows
-  std::vector<nn::ResidualBlock> blocks;
-  std::vector<float*> dblock_in;  // gradient at each block's input
+  nn::Backbone body;
   std::vector<Extra> extras;
   std::vector<Head> heads;        // one per feature map: the last block's output, then each extra's
   int priors = 0;
@@ -144,32 +139,15 @@ std::unique_ptr<Ssd> build_ssd(const SsdSpec& spec, ParamStore& s) {
   const size_t mb = size_t(spec.max_batch);
   n.input_per_image = size_t(spec.in_h) * spec.in_w * spec.in_c;
   n.input = n.buffers.floats(n.input_per_image * mb);
-  n.stem = nn::make_conv_bn(s, n.buffers, cb, "stem", n.input, spec.in_h, spec.in_w, spec.in_c, spec.stem_channels,
-                            spec.stem_kernel, spec.stem_stride, spec.stem_kernel / 2, true);
-  n.flops += nn::conv_flops_per_image(n.stem.conv);
-  const float* x = n.stem.bn.y;
-  int h = n.stem.out_h, w = n.stem.out_w, c = spec.stem_channels;
-  if (spec.stem_maxpool) {
-    n.has_maxpool = true;
-    n.pool.dims = PoolDims{spec.max_batch, h, w, c, 3, 2, 1};
-    n.pool.x = x;
-    h = n.pool.dims.out_h();
-    w = n.pool.dims.out_w();
-    n.pool.y = n.buffers.floats(mb * size_t(h) * w * c);
-    n.dpool_in = n.buffers.floats(mb * n.stem.out_per_image);
-    x = n.pool.y;
-  }
+  n.body = nn::make_backbone(s, n.buffers, cb, n.input, spec.in_h, spec.in_w, spec.in_c, spec.stem_channels,
+                             spec.stem_kernel, spec.stem_stride, spec.stem_maxpool);
   for (size_t st = 0; st < spec.stages.size(); ++st)
-    for (int b = 0; b < spec.stages[st].blocks; ++b) {
-      const int stride = b == 0 ? spec.stages[st].stride : 1;
-      const std::string name = "layer" + std::to_string(st + 1) + "." + std::to_string(b);
-      n.blocks.push_back(nn::make_basic_block(s, n.buffers, cb, name, x, h, w, c, spec.stages[st].channels, stride));
-      const nn::ResidualBlock& blk = n.blocks.back();
-      n.dblock_in.push_back(n.buffers.floats(mb * blk.in_per_image));
-      n.flops += nn::flops_per_image(blk);
-      x = blk.out;
-      h = blk.out_h, w = blk.out_w, c = blk.c_out;
-    }
+    for (int b = 0; b < spec.stages[st].blocks; ++b)
+      nn::add_basic_block(n.body, s, n.buffers, cb, "layer" + std::to_string(st + 1) + "." + std::to_string(b),
+                          spec.stages[st].channels, b == 0 ? spec.stages[st].stride : 1);
+  n.flops += n.body.flops;
+  const float* x = n.body.out;
+  int h = n.body.out_h, w = n.body.out_w, c = n.body.out_c;
   // Heads right after their feature map, so backward (heads of the last map first) finishes views in
   // reverse registration order.
   n.heads.push_back(add_head(n, s, "head0", x, h, w, c, spec.maps[0]));
@@ -199,8 +177,7 @@ std::unique_ptr<Ssd> build_ssd(const SsdSpec& spec, ParamStore& s) {
 
 void init_ssd(Ssd& n, ParamStore& s, uint64_t seed) {
   MLPD_CHECK(!on_device(s), "init_ssd writes the host buffers: call it before place_store_on");
-  nn::init_conv_bn(n.stem, s, seed);
-  for (const nn::ResidualBlock& b : n.blocks) nn::init_residual_block(b, s, seed, false);
+  nn::init_backbone(n.body, s, seed, false);
   for (const Extra& e : n.extras) {
     nn::init_conv_bn(e.reduce, s, seed);
     nn::init_conv_bn(e.expand, s, seed);
@@ -221,8 +198,7 @@ void init_ssd(Ssd& n, ParamStore& s, uint64_t seed) {
 
 size_t ssd_arena_bytes(const Ssd& n, int batch) {
   const OpTable& o = *n.ops;
-  size_t f = nn::scratch_floats(o, n.stem, batch);
-  for (const nn::ResidualBlock& b : n.blocks) f = std::max(f, nn::scratch_floats(o, b, batch));
+  size_t f = nn::scratch_floats(o, n.body, batch);
   for (const Extra& e : n.extras)
     f = std::max({f, nn::scratch_floats(o, e.reduce, batch), nn::scratch_floats(o, e.expand, batch)});
   for (const Head& hd : n.heads)
@@ -237,9 +213,7 @@ SsdOutputs ssd_forward(Ssd& n, ParamStore& s, Arena& a, const float* x, int batc
   MLPD_CHECK(batch > 0 && batch <= n.spec.max_batch, "ssd_forward: batch outside [1, max_batch]");
   const OpTable& o = *n.ops;
   copy_to_device(n.spec.device, n.input, x, sizeof(float) * n.input_per_image * size_t(batch));
-  nn::forward(o, n.stem, s, a, batch, train);
-  if (n.has_maxpool) nn::forward(o, n.pool, batch);
-  for (const nn::ResidualBlock& b : n.blocks) nn::forward(o, b, s, a, batch, train);
+  nn::forward(o, n.body, s, a, batch, train);
   for (const Extra& e : n.extras) {
     nn::forward(o, e.reduce, s, a, batch, train);
     nn::forward(o, e.expand, s, a, batch, train);
@@ -280,16 +254,7 @@ void ssd_backward(Ssd& n, ParamStore& s, Arena& a, const float* dconf, const flo
     nn::backward(o, e.expand, s, a, batch, hd.dfeat, e.dmid, false, ready);
     nn::backward(o, e.reduce, s, a, batch, e.dmid, n.heads[m - 1].dfeat, false, ready);
   }
-  const float* dy = n.heads[0].dfeat;
-  for (size_t b = n.blocks.size(); b-- > 0;) {
-    nn::backward(o, n.blocks[b], s, a, batch, dy, n.dblock_in[b], false, ready);
-    dy = n.dblock_in[b];
-  }
-  if (n.has_maxpool) {
-    nn::backward(o, n.pool, batch, dy, n.dpool_in);
-    dy = n.dpool_in;
-  }
-  nn::backward(o, n.stem, s, a, batch, dy, nullptr, false, ready);
+  nn::backward(o, n.body, s, a, batch, n.heads[0].dfeat, ready);
 }
 
 std::string ssd_summary(const Ssd& n) {
