@@ -50,6 +50,10 @@ WorkloadEntry make_entry() {
       {"mini", kSsdMiniDefaults, 0.48, 20000, 2000, "mlperf-dist mini (scenes box mAP 0.48, calibrated)", 5, {}},
       {"reference", kSsdReferenceDefaults, 0.23, 117266, 5000, "MLPerf v0.7 SSD (COCO 2017 box mAP 0.23)", 5, {}},
   };
+  // Epochs to target per seed at the mini scale: our calibration (README.md); the reference scale's
+  // MLCommons RCPs for SSD start with v1.0, whose model differs (ResNet-34 backbone at 800x800 in
+  // v2.0); none are copied.
+  s.scales[0].rcps = {{64, {9, 9, 9, 9, 9}, "src/workloads/ssd/README.md (5 seeds, 2 ranks)"}};
   s.rules = {
       {"*", "ssd.opt_name_sgd", {kOptName}, RuleKind::OneOf, {}, {kSgd}, {}, true, kV07Table},
       {"*", "ssd.lr_decay_ssd", {kLrDecay}, RuleKind::OneOf, {}, {"ssd"}, {}, true,
