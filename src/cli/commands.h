@@ -42,6 +42,8 @@ struct PrepareArgs {
   std::vector<std::string> from_parallel;  // SRC TGT (translation)
   std::vector<std::string> test_parallel;  // SRC TGT (translation)
   int vocab_size = 0;                      // translation BPE; 0: the scale's default
+  std::string coco_dir;                    // detection at reference scale
+  int image_size = 0;                      // detection: square image size; 0: the workload's default
   std::string output;
   std::string data_dir = "data";
   bool force = false;

@@ -33,6 +33,11 @@ void add_prepare_command(CLI::App& app, PrepareArgs& a) {
       ->type_name("FILE");
   c->add_option("--vocab-size", a.vocab_size, "Translation: BPE vocabulary size (0: 4000 at mini, 32000 at reference)")
       ->check(CLI::NonNegativeNumber);
+  c->add_option("--coco", a.coco_dir,
+                "Detection (ssd) at reference scale: the COCO 2017 directory (annotations/, train2017/, val2017/)")
+      ->check(CLI::ExistingDirectory);
+  c->add_option("--image-size", a.image_size, "Detection: square size the COCO images are resized to (0: 300 for ssd)")
+      ->check(CLI::Range(0, 2048));
   c->add_option("--output,-o", a.output, "Output HDF5 file (default <data-dir>/<benchmark>_<scale>.h5)");
   c->add_option("--data-dir", a.data_dir, "Directory of prepared datasets")->capture_default_str();
   c->add_flag("--force", a.force, "Rebuild even if the output exists");
@@ -64,6 +69,8 @@ int run_prepare_command(const PrepareArgs& a) {
     request.test_parallel_tgt = a.test_parallel[1];
   }
   request.vocab_size = a.vocab_size;
+  request.coco_dir = a.coco_dir;
+  request.image_size = a.image_size;
   entry.prepare(request);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("prepare: wrote {} in {:.1f} s", out, s);

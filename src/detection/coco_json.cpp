@@ -83,6 +83,10 @@ Rle read_segmentation(const json& s, int h, int w, const std::string& where) {
 
 }  // namespace
 
+Rle coco_segmentation_rle(const json& segmentation, int h, int w, const std::string& where) {
+  return read_segmentation(segmentation, h, w, where);
+}
+
 CocoGroundTruth coco_read_ground_truth(const json& j, bool with_masks) {
   CocoGroundTruth gt;
   std::map<int64_t, std::pair<int, int>> sizes;

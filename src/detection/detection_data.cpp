@@ -31,35 +31,6 @@ void write_array(hid_t group, const char* name, hid_t file_type, hid_t mem_type,
   if (dims.empty() || dims[0] > 0) H5_CHECK(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
 }
 
-void write_split(hid_t file, const char* name, const DetectionSplitData& d, double mean, double std) {
-  H5Id gcpl(H5_CHECK(H5Pcreate(H5P_GROUP_CREATE)));
-  H5_CHECK(H5Pset_obj_track_times(gcpl, false));
-  H5Id g(H5_CHECK(H5Gcreate2(file, name, H5P_DEFAULT, gcpl, H5P_DEFAULT)));
-  const hsize_t n = hsize_t(d.count), m = hsize_t(d.classes.size());
-  write_array(g, layout::kImages, H5T_STD_U8LE, H5T_NATIVE_UINT8, {n, hsize_t(d.h), hsize_t(d.w), hsize_t(d.c)},
-              d.images.data());
-  write_array(g, dl::kImageIds, H5T_STD_I64LE, H5T_NATIVE_INT64, {n}, d.image_ids.data());
-  write_array(g, dl::kInstFirst, H5T_STD_I64LE, H5T_NATIVE_INT64, {n + 1}, d.inst_first.data());
-  write_array(g, dl::kBoxes, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {m, 4}, d.boxes.data());
-  write_array(g, dl::kClasses, H5T_STD_I32LE, H5T_NATIVE_INT32, {m}, d.classes.data());
-  write_array(g, dl::kIsCrowd, H5T_STD_U8LE, H5T_NATIVE_UINT8, {m}, d.iscrowd.data());
-  write_array(g, dl::kArea, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {m}, d.area.data());
-  std::vector<int64_t> first{0};
-  std::vector<uint32_t> counts;
-  for (const Rle& r : d.masks) {
-    counts.insert(counts.end(), r.counts.begin(), r.counts.end());
-    first.push_back(int64_t(counts.size()));
-  }
-  write_array(g, dl::kMaskFirst, H5T_STD_I64LE, H5T_NATIVE_INT64, {m + 1}, first.data());
-  write_array(g, dl::kMaskCounts, H5T_STD_U32LE, H5T_NATIVE_UINT32, {hsize_t(counts.size())}, counts.data());
-  h5_write_attr_i64(g, layout::kAttrCount, d.count);
-  h5_write_attr_i64(g, layout::kAttrHeight, d.h);
-  h5_write_attr_i64(g, layout::kAttrWidth, d.w);
-  h5_write_attr_i64(g, layout::kAttrChannels, d.c);
-  h5_write_attr_f64(g, layout::kAttrMean, mean);
-  h5_write_attr_f64(g, layout::kAttrStd, std);
-}
-
 void check_split_data(const DetectionSplitData& d, const char* name) {
   const size_t m = d.classes.size();
   MLPD_CHECK(d.images.size() == size_t(d.count) * d.h * d.w * d.c && d.image_ids.size() == size_t(d.count) &&
@@ -190,34 +161,155 @@ void check_detection_data(const std::string& path) {
   });
 }
 
+struct DetectionWriter::State {
+  H5Id file;
+  H5Id group, images;
+  int64_t n = 0, next = 0;
+  int h = 0, w = 0, c = 0;
+  std::vector<int64_t> ids, first{0}, mask_first{0};
+  std::vector<float> boxes, area;
+  std::vector<int32_t> classes;
+  std::vector<uint8_t> crowd;
+  std::vector<uint32_t> counts;
+  double sum = 0, sq = 0;
+  uint64_t pixels = 0;
+  int num_classes = 0;
+};
+
+DetectionWriter::DetectionWriter(const std::string& path, const DetectionFileInfo& info) : s_(new State) {
+  std::string names;
+  for (const std::string& c : info.class_names) names += (names.empty() ? "" : "\n") + c;
+  s_->num_classes = int(info.class_names.size());
+  s_->file = H5Id(H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
+  const hid_t f = s_->file;
+  h5_write_attr_str(f, layout::kAttrFormat, layout::kFormatName);
+  h5_write_attr_i64(f, layout::kAttrFormatVersion, layout::kFormatVersion);
+  h5_write_attr_str(f, layout::kAttrBenchmark, info.benchmark);
+  h5_write_attr_str(f, layout::kAttrScale, info.scale);
+  h5_write_attr_i64(f, layout::kAttrNumClasses, int64_t(info.class_names.size()));
+  h5_write_attr_str(f, layout::kAttrClassNames, names);
+  h5_write_attr_str(f, layout::kAttrSource, info.source);
+  h5_write_attr_str(f, layout::kAttrLicence, info.licence);
+  h5_write_attr_str(f, layout::kAttrCreatedBy, info.created_by);
+  for (const auto& [name, value] : info.extra_attrs) h5_write_attr_str(f, name.c_str(), value);
+}
+
+DetectionWriter::~DetectionWriter() { delete s_; }
+
+void DetectionWriter::begin_split(const char* name, int64_t images, int h, int w, int c) {
+  MLPD_CHECK(images >= 1 && h > 0 && w > 0 && c > 0, "DetectionWriter: bad split shape");
+  State& s = *s_;
+  s.n = images;
+  s.next = 0;
+  s.h = h, s.w = w, s.c = c;
+  s.ids.clear();
+  s.first.assign(1, 0);
+  s.mask_first.assign(1, 0);
+  s.boxes.clear(), s.area.clear(), s.classes.clear(), s.crowd.clear(), s.counts.clear();
+  s.sum = s.sq = 0;
+  s.pixels = 0;
+  H5Id gcpl(H5_CHECK(H5Pcreate(H5P_GROUP_CREATE)));
+  H5_CHECK(H5Pset_obj_track_times(gcpl, false));
+  s.group = H5Id(H5_CHECK(H5Gcreate2(s.file, name, H5P_DEFAULT, gcpl, H5P_DEFAULT)));
+  const hsize_t dims[4] = {hsize_t(images), hsize_t(h), hsize_t(w), hsize_t(c)};
+  const hsize_t chunk[4] = {1, hsize_t(h), hsize_t(w), hsize_t(c)};
+  H5Id space(H5_CHECK(H5Screate_simple(4, dims, nullptr)));
+  H5Id dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  H5_CHECK(H5Pset_obj_track_times(dcpl, false));
+  H5_CHECK(H5Pset_chunk(dcpl, 4, chunk));
+  s.images = H5Id(H5_CHECK(H5Dcreate2(s.group, layout::kImages, H5T_STD_U8LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)));
+}
+
+void DetectionWriter::add_image(int64_t image_id, const uint8_t* pixels, const std::vector<DetectionInstance>& inst) {
+  State& s = *s_;
+  MLPD_CHECK(s.next < s.n, "DetectionWriter: more images than begin_split announced");
+  const hsize_t start[4] = {hsize_t(s.next), 0, 0, 0};
+  const hsize_t count[4] = {1, hsize_t(s.h), hsize_t(s.w), hsize_t(s.c)};
+  H5Id fspace(H5_CHECK(H5Dget_space(s.images)));
+  H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, count, nullptr));
+  H5Id mspace(H5_CHECK(H5Screate_simple(4, count, nullptr)));
+  H5_CHECK(H5Dwrite(s.images, H5T_NATIVE_UINT8, mspace, fspace, H5P_DEFAULT, pixels));
+  const size_t np = size_t(s.h) * s.w * s.c;
+  for (size_t i = 0; i < np; ++i) {
+    const double v = pixels[i] / 255.0;
+    s.sum += v;
+    s.sq += v * v;
+  }
+  s.pixels += np;
+  s.ids.push_back(image_id);
+  for (const DetectionInstance& d : inst) {
+    MLPD_CHECK(d.cls >= 1 && d.cls <= s.num_classes, "DetectionWriter: class outside 1..K");
+    MLPD_CHECK(d.mask.h == s.h && d.mask.w == s.w, "DetectionWriter: mask of another size than the image");
+    s.boxes.insert(s.boxes.end(), d.box, d.box + 4);
+    s.classes.push_back(d.cls);
+    s.crowd.push_back(d.iscrowd ? 1 : 0);
+    s.area.push_back(d.area);
+    s.counts.insert(s.counts.end(), d.mask.counts.begin(), d.mask.counts.end());
+    s.mask_first.push_back(int64_t(s.counts.size()));
+  }
+  s.first.push_back(int64_t(s.classes.size()));
+  ++s.next;
+}
+
+std::pair<double, double> DetectionWriter::pixel_stats() const {
+  const double n = double(std::max<uint64_t>(1, s_->pixels));
+  const double mean = s_->sum / n;
+  return {mean, std::sqrt(std::max(1e-12, s_->sq / n - mean * mean))};
+}
+
+void DetectionWriter::end_split(double mean, double std) {
+  State& s = *s_;
+  MLPD_CHECK(s.next == s.n, "DetectionWriter: fewer images than begin_split announced");
+  const hsize_t m = hsize_t(s.classes.size());
+  const hid_t g = s.group;
+  write_array(g, dl::kImageIds, H5T_STD_I64LE, H5T_NATIVE_INT64, {hsize_t(s.n)}, s.ids.data());
+  write_array(g, dl::kInstFirst, H5T_STD_I64LE, H5T_NATIVE_INT64, {hsize_t(s.n) + 1}, s.first.data());
+  write_array(g, dl::kBoxes, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {m, 4}, s.boxes.data());
+  write_array(g, dl::kClasses, H5T_STD_I32LE, H5T_NATIVE_INT32, {m}, s.classes.data());
+  write_array(g, dl::kIsCrowd, H5T_STD_U8LE, H5T_NATIVE_UINT8, {m}, s.crowd.data());
+  write_array(g, dl::kArea, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {m}, s.area.data());
+  write_array(g, dl::kMaskFirst, H5T_STD_I64LE, H5T_NATIVE_INT64, {m + 1}, s.mask_first.data());
+  write_array(g, dl::kMaskCounts, H5T_STD_U32LE, H5T_NATIVE_UINT32, {hsize_t(s.counts.size())}, s.counts.data());
+  h5_write_attr_i64(g, layout::kAttrCount, s.n);
+  h5_write_attr_i64(g, layout::kAttrHeight, s.h);
+  h5_write_attr_i64(g, layout::kAttrWidth, s.w);
+  h5_write_attr_i64(g, layout::kAttrChannels, s.c);
+  h5_write_attr_f64(g, layout::kAttrMean, mean);
+  h5_write_attr_f64(g, layout::kAttrStd, std);
+  s.images = H5Id();
+  s.group = H5Id();
+}
+
+void DetectionWriter::close() { s_->file.close(); }  // flushes: a failure must not leave a file that looks whole
+
 void write_detection_file(const std::string& out_h5, const DetectionFileInfo& info, const DetectionSplitData& train,
                           const DetectionSplitData& eval) {
   check_split_data(train, "train");
   check_split_data(eval, "eval");
-  double sum = 0, sq = 0;
-  for (uint8_t p : train.images) {
-    const double v = p / 255.0;
-    sum += v;
-    sq += v * v;
-  }
-  const double n = double(std::max<size_t>(1, train.images.size()));
-  const double mean = sum / n, std = std::sqrt(std::max(1e-12, sq / n - mean * mean));
-  std::string names;
-  for (const std::string& c : info.class_names) names += (names.empty() ? "" : "\n") + c;
   write_h5_atomically(out_h5, [&](const std::string& tmp) {
-    H5Id file(H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
-    h5_write_attr_str(file, layout::kAttrFormat, layout::kFormatName);
-    h5_write_attr_i64(file, layout::kAttrFormatVersion, layout::kFormatVersion);
-    h5_write_attr_str(file, layout::kAttrBenchmark, info.benchmark);
-    h5_write_attr_str(file, layout::kAttrScale, info.scale);
-    h5_write_attr_i64(file, layout::kAttrNumClasses, int64_t(info.class_names.size()));
-    h5_write_attr_str(file, layout::kAttrClassNames, names);
-    h5_write_attr_str(file, layout::kAttrSource, info.source);
-    h5_write_attr_str(file, layout::kAttrLicence, info.licence);
-    h5_write_attr_str(file, layout::kAttrCreatedBy, info.created_by);
-    write_split(file, layout::kTrain, train, mean, std);
-    write_split(file, layout::kEval, eval, mean, std);
-    file.close();  // flushes; a failure here must not leave a file that looks complete
+    DetectionWriter w(tmp, info);
+    double mean = 0, std = 1;
+    for (const DetectionSplitData* d : {&train, &eval}) {
+      w.begin_split(d == &train ? layout::kTrain : layout::kEval, d->count, d->h, d->w, d->c);
+      const size_t per = size_t(d->h) * d->w * d->c;
+      std::vector<DetectionInstance> inst;
+      for (int64_t i = 0; i < d->count; ++i) {
+        inst.clear();
+        for (int64_t j = d->inst_first[size_t(i)]; j < d->inst_first[size_t(i) + 1]; ++j) {
+          DetectionInstance x;
+          std::copy(d->boxes.begin() + 4 * j, d->boxes.begin() + 4 * j + 4, x.box);
+          x.cls = d->classes[size_t(j)];
+          x.iscrowd = d->iscrowd[size_t(j)] != 0;
+          x.area = d->area[size_t(j)];
+          x.mask = d->masks[size_t(j)];
+          inst.push_back(std::move(x));
+        }
+        w.add_image(d->image_ids[size_t(i)], d->images.data() + per * size_t(i), inst);
+      }
+      if (d == &train) std::tie(mean, std) = w.pixel_stats();
+      w.end_split(mean, std);
+    }
+    w.close();
   });
 }
 

@@ -1,10 +1,11 @@
 // Detection datasets (ssd, maskrcnn) in the mlperf-dist HDF5 layout (datasets/README.md, "Detection
-// files"): per split the images, and per image its instances (box, class, crowd flag, area, and the
-// mask as COCO RLE). Written by the scene generator (scenes.h) and the COCO converter; read whole
-// into memory by each rank.
+// splits"): per split the images, and per image its instances (box, class, crowd flag, area, and the
+// mask as COCO RLE). Written by the scene generator (scenes.h) and the COCO converter
+// (coco_convert.h); read whole into memory by each rank.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detection/rle.h"
@@ -59,10 +60,40 @@ struct DetectionSplitData {
 struct DetectionFileInfo {
   std::string benchmark, scale, source, licence, created_by;
   std::vector<std::string> class_names;
+  std::vector<std::pair<std::string, std::string>> extra_attrs;  // more root attributes (strings)
 };
 // Writes the file atomically (temp + rename); train statistics (mean, std) computed here.
 void write_detection_file(const std::string& out_h5, const DetectionFileInfo& info, const DetectionSplitData& train,
                           const DetectionSplitData& eval);
+
+// Writes a detection file split by split and image by image, for data that does not fit in memory
+// (COCO): pixels go to the file as they come; instance fields are kept until the split ends. Write
+// into a temporary path (write_h5_atomically) and call close() last.
+struct DetectionInstance {
+  float box[4] = {0, 0, 0, 0};  // x, y, w, h in pixels
+  int32_t cls = 0;
+  bool iscrowd = false;
+  float area = 0;
+  Rle mask;
+};
+class DetectionWriter {
+ public:
+  DetectionWriter(const std::string& path, const DetectionFileInfo& info);
+  ~DetectionWriter();
+  DetectionWriter(const DetectionWriter&) = delete;
+  DetectionWriter& operator=(const DetectionWriter&) = delete;
+  void begin_split(const char* name, int64_t images, int h, int w, int c);
+  void add_image(int64_t image_id, const uint8_t* pixels, const std::vector<DetectionInstance>& instances);
+  // mean, std: the training pixels' (the caller knows them: pixel_stats of the train split).
+  void end_split(double mean, double std);
+  // Mean and standard deviation, [0,1] units, of the pixels added to the current split so far.
+  std::pair<double, double> pixel_stats() const;
+  void close();
+
+ private:
+  struct State;
+  State* s_;
+};
 
 // A batch as the detectors take it.
 struct DetectionBatch {

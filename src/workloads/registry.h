@@ -23,6 +23,10 @@ struct PrepareRequest {
   // pair the workload's split rule applies); vocab_size: BPE symbols, 0 for the scale's default.
   std::string from_parallel_src, from_parallel_tgt, test_parallel_src, test_parallel_tgt;
   int vocab_size = 0;
+  // Detection (ssd) at reference scale: the COCO 2017 directory, and the square size its images
+  // are resized to (0: the workload's).
+  std::string coco_dir;
+  int image_size = 0;
 };
 
 struct WorkloadEntry {
