@@ -34,6 +34,7 @@ struct MctsTree {
   std::vector<Node> nodes;
   std::vector<std::vector<int8_t>> earlier;  // before the root, most recent first
   int moves = 0;
+  bool respect_own_eyes = false;  // MctsConfig::respect_own_eyes of the search
 };
 
 std::unique_ptr<MctsTree> mcts_new(const GoBoard& root, std::vector<std::vector<int8_t>> earlier) {
@@ -112,11 +113,16 @@ void expand(MctsTree& t, int id, const float* policy) {
   n.value_sum.assign(size_t(t.moves), 0.0f);
   n.virtual_loss.assign(size_t(t.moves), 0);
   double sum = 0;
-  for (int m = 0; m < t.moves; ++m)
-    if (is_legal(n.board, m)) {
-      n.prior[size_t(m)] = std::max(policy[m], 1e-6f);
-      sum += n.prior[size_t(m)];
-    }
+  bool any_move = false;  // a legal move other than the pass that is searched
+  const int pass = t.moves - 1;
+  for (int m = 0; m < t.moves; ++m) {
+    if (!is_legal(n.board, m)) continue;
+    if (t.respect_own_eyes && m != pass && is_eye_like(n.board, m, n.board.to_play)) continue;
+    if (t.respect_own_eyes && m == pass && any_move) continue;
+    any_move = any_move || m != pass;
+    n.prior[size_t(m)] = std::max(policy[m], 1e-6f);
+    sum += n.prior[size_t(m)];
+  }
   for (float& p : n.prior) p = float(p / sum);
   n.expanded = true;
 }
@@ -165,6 +171,7 @@ float terminal_value(const GoBoard& b) {
 }  // namespace
 
 void mcts_search(MctsTree& t, const MctsConfig& cfg, const MctsEvaluator& eval, bool noise, uint64_t seed) {
+  t.respect_own_eyes = cfg.respect_own_eyes;
   const GoBoard& rb = t.nodes[0].board;
   const size_t plane = size_t(rb.size) * rb.size * kFeaturePlanes;
   std::vector<float> feats, policy, value;
@@ -223,7 +230,15 @@ float mcts_root_value(const MctsTree& t) {
 }
 
 int mcts_choose(const std::vector<int>& visits, bool proportional, uint64_t seed, uint64_t counter) {
-  if (!proportional) return int(std::max_element(visits.begin(), visits.end()) - visits.begin());
+  if (!proportional) {
+    // Ties broken at random: with fewer simulations than moves many children have one visit each,
+    // and the lowest index would always win (the top row of the board, self-play after self-play).
+    const int most = *std::max_element(visits.begin(), visits.end());
+    const auto tied = uint64_t(std::count(visits.begin(), visits.end(), most));
+    uint64_t pick = tied > 1 ? rng_below(seed, 0x5449'4553ull, counter, tied) : 0;
+    for (size_t m = 0; m < visits.size(); ++m)
+      if (visits[m] == most && pick-- == 0) return int(m);
+  }
   long total = 0;
   for (int v : visits) total += v;
   if (total == 0) return int(visits.size()) - 1;

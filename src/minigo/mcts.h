@@ -18,6 +18,11 @@ struct MctsConfig {
   int virtual_losses = 8;     // leaves per network batch (MLPerf's tunable `virtual_losses`)
   float dirichlet_alpha = 0.3f;
   float noise_fraction = 0.25f;  // of the root priors, in self-play
+  // Never search a move that fills the mover's own eye-like point, and search the pass only when
+  // no other move is left: the random playout's rule, given to the search as knowledge. Without it
+  // a young network fills its own eyes, and learns from self-play to pass early (its opponent
+  // passes back) and then loses every stone to an opponent that plays on.
+  bool respect_own_eyes = false;
 };
 
 // Evaluates n positions: features [n, size, size, 17] (minigo/features.h) -> policy [n, size*size+1]
@@ -36,8 +41,8 @@ void mcts_search(MctsTree& t, const MctsConfig& cfg, const MctsEvaluator& eval, 
 std::vector<int> mcts_root_visits(const MctsTree& t);
 // The root's mean value for the side to move (Q of the root), in [-1, 1].
 float mcts_root_value(const MctsTree& t);
-// The most visited move (temperature 0) or a draw proportional to visits (temperature 1), from
-// (seed, counter).
+// The most visited move (temperature 0; ties drawn at random) or a draw proportional to visits
+// (temperature 1), from (seed, counter).
 int mcts_choose(const std::vector<int>& visits, bool proportional, uint64_t seed, uint64_t counter);
 
 }  // namespace mlpd

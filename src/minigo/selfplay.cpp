@@ -12,14 +12,14 @@ namespace {
 
 constexpr uint64_t kResignStream = 0x5245'5349'474E'0000ull;  // "RESIGN"
 
+}  // namespace
+
 std::string result_text(double score) {
   if (score == 0) return "0";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%c+%g", score > 0 ? 'B' : 'W', score > 0 ? score : -score);
   return buf;
 }
-
-}  // namespace
 
 GameRecord self_play_game(const MctsEvaluator& eval, const SelfPlayConfig& cfg, int size, double komi, uint64_t seed,
                           uint64_t game_index) {

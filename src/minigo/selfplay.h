@@ -33,6 +33,9 @@ struct GameRecord {
   }
 };
 
+// "B+3.5", "W+0.5" or "0" for an area margin (black's view, komi included).
+std::string result_text(double black_margin);
+
 // One game from an empty board; deterministic in (seed, game_index) for a deterministic evaluator.
 GameRecord self_play_game(const MctsEvaluator& eval, const SelfPlayConfig& cfg, int size, double komi, uint64_t seed,
                           uint64_t game_index);

@@ -133,6 +133,20 @@ inline constexpr const char* kLars = "lars";
 inline constexpr const char* kAdam = "adam";
 inline constexpr const char* kLazyAdam = "lazy_adam";  // ours: TensorFlow's LazyAdam, as ncf submissions used
 
+// ---- minigo (MLPerf v0.7 closed_minigo.yaml, and MiniGo's reference hyperparameters) ----
+inline constexpr const char* kTrainBatchSize = "train_batch_size";
+inline constexpr const char* kLrBoundaries = "lr_boundaries";  // steps
+inline constexpr const char* kLrRates = "lr_rates";
+inline constexpr const char* kMinSelfplayGamesPerGeneration = "min_selfplay_games_per_generation";
+inline constexpr const char* kActualSelfplayGamesPerGeneration = "actual_selfplay_games_per_generation";
+inline constexpr const char* kVirtualLosses = "virtual_losses";
+inline constexpr const char* kNumReadouts = "num_readouts";
+inline constexpr const char* kWindowSize = "window_size";            // generations trained from
+inline constexpr const char* kEvalGames = "eval_games";
+inline constexpr const char* kResignThreshold = "resign_threshold";
+inline constexpr const char* kDisableResignPct = "disable_resign_pct";
+inline constexpr const char* kSaveModel = "save_model";
+
 // ---- benchmark names (submission_benchmark values) ----
 inline constexpr const char* kResnet = "resnet";
 inline constexpr const char* kNcf = "ncf";

@@ -229,6 +229,19 @@ class TrainLoop final : public LoopServices {
   int max_epochs() const override { return run_.run.max_epochs; }
   bool stopped() const override { return stopped_; }
   std::vector<std::string> exchange_records(const std::string& mine) override { return allgather_strings(w_, mine); }
+  void average_model_state() override {
+    ParamStore& s = wl_.store;
+    if (s.state_count == 0 || w_.size == 1) return;
+    std::vector<float> host(s.state_count);
+    copy_to_host(run_.device, host.data(), state_data(s), sizeof(float) * host.size());
+    allreduce_sum_floats(w_, host.data(), host.size());
+    const float inv = 1.0f / static_cast<float>(w_.size);
+    for (float& v : host) v *= inv;
+    copy_to_device(run_.device, state_data(s), host.data(), sizeof(float) * host.size());
+  }
+  void log_event(const std::string& key, const nlohmann::json& value, const nlohmann::json& metadata) override {
+    mllog_event(log_, key, value, metadata);
+  }
 
   // Epochs of steps from `start`, evaluating every eval_every_epochs, at the last epoch, and when
   // stopping; a checkpoint every checkpoint_every epochs.

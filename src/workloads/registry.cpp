@@ -10,6 +10,7 @@ const WorkloadEntry& ncf_entry();
 const WorkloadEntry& transformer_entry();
 const WorkloadEntry& gnmt_entry();
 const WorkloadEntry& ssd_entry();
+const WorkloadEntry& minigo_entry();
 
 namespace {
 
@@ -20,6 +21,7 @@ std::vector<const WorkloadEntry*>& entries() {
       &transformer_entry(),
       &gnmt_entry(),
       &ssd_entry(),
+      &minigo_entry(),
   };
   return list;
 }

@@ -140,6 +140,13 @@ class LoopServices {
   // Every rank's bytes on every rank, in rank order (minigo: each generation's self-play games,
   // which every rank samples its training positions from). Collective: all ranks call it.
   virtual std::vector<std::string> exchange_records(const std::string& mine) = 0;
+  // Every rank's non-trained state (batch-norm running statistics) replaced by the mean over the
+  // ranks: the parameters are the same everywhere, and after this the whole model is (minigo: the
+  // model every rank plays the next generation with). Collective: all ranks call it.
+  virtual void average_model_state() = 0;
+  // An MLLOG event of the driver's own (minigo: the games of each generation, save_model), written
+  // by rank 0 with its epoch_num in the metadata. Collective in nothing: every rank may call it.
+  virtual void log_event(const std::string& key, const nlohmann::json& value, const nlohmann::json& metadata) = 0;
 };
 
 }  // namespace mlpd

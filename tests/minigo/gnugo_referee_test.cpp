@@ -12,31 +12,14 @@
 
 #include "core/rng.h"
 #include "minigo/go_board.h"
+#include "minigo/playout.h"
 #include "minigo/gtp_client.h"
+#include "minigo/match.h"
 
 using namespace mlpd;
 
 namespace {
 
-int random_move(const GoBoard& b, Rng& r, std::vector<int>& scratch) {
-  legal_moves(b, scratch);
-  scratch.pop_back();
-  while (!scratch.empty()) {
-    const size_t i = size_t(r.next_u64() % scratch.size());
-    if (!is_eye_like(b, scratch[i], b.to_play)) return scratch[i];
-    scratch[i] = scratch.back();
-    scratch.pop_back();
-  }
-  return pass_move(b.size);
-}
-
-// "B+12.5" -> 12.5, "W+3.5" -> -3.5, "0" -> 0.
-double parse_score(const std::string& s) {
-  if (s == "0") return 0.0;
-  EXPECT_TRUE(s.size() > 2 && (s[0] == 'B' || s[0] == 'W') && s[1] == '+') << "final_score: " << s;
-  const double v = std::atof(s.c_str() + 2);
-  return s[0] == 'B' ? v : -v;
-}
 
 }  // namespace
 
@@ -48,12 +31,12 @@ TEST(GnuGoReferee, RandomGamesScoreAsGnuGoScoresThem) {
     gnugo.command("clear_board");
     GoBoard b = new_board(9);
     while (!game_over(b) && b.moves < 400) {
-      const int m = random_move(b, r, scratch);
+      const int m = random_playout_move(b, r, scratch);
       gnugo.command(std::string("play ") + (b.to_play == kBlack ? "B " : "W ") + gtp_vertex(m, 9));
       play(b, m);
     }
     ASSERT_TRUE(game_over(b)) << "game " << game << " did not end in 400 moves";
-    EXPECT_DOUBLE_EQ(tromp_taylor_score(b, 7.5), parse_score(gnugo.command("final_score")))
+    EXPECT_DOUBLE_EQ(tromp_taylor_score(b, 7.5), parse_final_score(gnugo.command("final_score")))
         << "game " << game << "\n" << board_to_string(b);
   }
 }
@@ -70,7 +53,7 @@ TEST(GnuGoReferee, GamesAgainstGnuGoScoreAsGnuGoScoresThem) {
     while (!game_over(b) && b.moves < 400) {
       int m;
       if (b.to_play == kBlack) {
-        m = random_move(b, r, scratch);
+        m = random_playout_move(b, r, scratch);
         gnugo.command("play B " + gtp_vertex(m, 9));
       } else {
         const std::string v = gnugo.command("genmove W");
@@ -90,12 +73,12 @@ TEST(GnuGoReferee, GamesAgainstGnuGoScoreAsGnuGoScoresThem) {
     // has a move but its own eyes: dead stones are taken off, and the scores must agree.
     b.passes = 0;
     while (!game_over(b) && b.moves < 800) {
-      const int m = random_move(b, r, scratch);
+      const int m = random_playout_move(b, r, scratch);
       gnugo.command(std::string("play ") + (b.to_play == kBlack ? "B " : "W ") + gtp_vertex(m, 9));
       play(b, m);
     }
     ASSERT_TRUE(game_over(b));
-    EXPECT_DOUBLE_EQ(tromp_taylor_score(b, 7.5), parse_score(gnugo.command("final_score"))) << board_to_string(b);
+    EXPECT_DOUBLE_EQ(tromp_taylor_score(b, 7.5), parse_final_score(gnugo.command("final_score"))) << board_to_string(b);
     ++scored;
   }
   std::printf("games against gnugo scored: %d of 3 (others resigned)\n", scored);

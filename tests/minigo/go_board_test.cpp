@@ -11,6 +11,7 @@
 #include "core/rng.h"
 #include "core/serialize.h"
 #include "minigo/go_board.h"
+#include "minigo/playout.h"
 #include "minigo/go_game.h"
 
 using namespace mlpd;
@@ -75,19 +76,6 @@ void expect_groups_consistent(const GoBoard& b) {
   }
 }
 
-// A random legal move that does not fill the mover's own eye; the pass when there is none.
-int random_move(const GoBoard& b, Rng& r, std::vector<int>& scratch) {
-  legal_moves(b, scratch);
-  scratch.pop_back();  // the pass
-  while (!scratch.empty()) {
-    const size_t i = size_t(r.next_u64() % scratch.size());
-    const int m = scratch[i];
-    if (!is_eye_like(b, m, b.to_play)) return m;
-    scratch[i] = scratch.back();
-    scratch.pop_back();
-  }
-  return pass_move(b.size);
-}
 
 }  // namespace
 
@@ -165,7 +153,7 @@ TEST(GoBoard, SuperkoAgreesWithTheExactPositionHistory) {
         EXPECT_EQ(is_legal(b, m), !repeats) << board_to_string(b) << gtp_vertex(m, 5);
         ++checked;
       }
-      play(b, random_move(b, r, scratch));
+      play(b, random_playout_move(b, r, scratch));
       seen.insert(b.stones);
     }
   }
@@ -206,7 +194,7 @@ TEST(GoBoard, IncrementalGroupsMatchARecountOverRandomGames) {
   for (int game = 0; game < 40; ++game) {
     GoBoard b = new_board(game % 2 ? 9 : 7);
     for (int ply = 0; ply < 400 && !game_over(b); ++ply) {
-      play(b, random_move(b, r, scratch));
+      play(b, random_playout_move(b, r, scratch));
       ASSERT_NO_FATAL_FAILURE(expect_groups_consistent(b)) << "game " << game << " ply " << ply;
     }
   }
@@ -218,7 +206,7 @@ TEST(GoGame, SgfAndSerializationRoundTrip) {
   GoGame g;
   GoBoard b = new_board(9);
   while (!game_over(b) && b.moves < 300) {
-    const int m = random_move(b, r, scratch);
+    const int m = random_playout_move(b, r, scratch);
     play(b, m);
     g.moves.push_back(m);
   }
@@ -247,7 +235,7 @@ TEST(GoBoard, PlayoutSpeedReport) {
   long moves = 0;
   while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500)) {
     GoBoard b = new_board(9);
-    while (!game_over(b) && b.moves < 400) play(b, random_move(b, r, scratch));
+    while (!game_over(b) && b.moves < 400) play(b, random_playout_move(b, r, scratch));
     ++games;
     moves += b.moves;
   }

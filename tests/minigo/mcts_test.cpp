@@ -91,6 +91,36 @@ TEST(Mcts, TemperatureDrawFollowsTheVisits) {
   EXPECT_EQ(mcts_choose(visits, false, 9, 0), 4);
 }
 
+TEST(Mcts, MostVisitsBreaksTiesAtRandomAndNeverPicksALesserMove) {
+  // Moves 1, 3 and 6 tie for the most visits: each is drawn about a third of the time.
+  const std::vector<int> visits = {0, 5, 1, 5, 0, 0, 5, 4};
+  std::vector<int> hits(visits.size(), 0);
+  for (uint64_t c = 0; c < 3000; ++c) ++hits[size_t(mcts_choose(visits, false, 7, c))];
+  for (size_t m : {1, 3, 6}) EXPECT_NEAR(hits[m], 1000, 120) << "move " << m;
+  EXPECT_EQ(hits[0] + hits[2] + hits[4] + hits[5] + hits[7], 0);
+}
+
+TEST(Mcts, RespectingOwnEyesSearchesNeitherTheEyesNorThePassWhileOtherMovesRemain) {
+  // Black has eyes at A1 and C1 (walls B1, A2, B2, C2, D1, D2); black to move.
+  const GoBoard b = position(5, {"B1", "E5", "A2", "E4", "B2", "E3", "C2", "D5", "D1", "D4", "D2", "C5"});
+  ASSERT_EQ(b.to_play, kBlack);
+  MctsConfig cfg;
+  cfg.simulations = 200;
+  cfg.respect_own_eyes = true;
+  auto tree = mcts_new(b, {});
+  mcts_search(*tree, cfg, material_evaluator(5), false, 1);
+  const std::vector<int> visits = mcts_root_visits(*tree);
+  EXPECT_EQ(visits[size_t(parse_gtp_vertex("A1", 5))], 0);
+  EXPECT_EQ(visits[size_t(parse_gtp_vertex("C1", 5))], 0);
+  EXPECT_EQ(visits[size_t(pass_move(5))], 0);
+  // Without the rule the search visits them.
+  cfg.respect_own_eyes = false;
+  auto plain = mcts_new(b, {});
+  mcts_search(*plain, cfg, material_evaluator(5), false, 1);
+  const std::vector<int> v2 = mcts_root_visits(*plain);
+  EXPECT_GT(v2[size_t(parse_gtp_vertex("A1", 5))] + v2[size_t(parse_gtp_vertex("C1", 5))] + v2[size_t(pass_move(5))], 0);
+}
+
 TEST(Features, PlanesHoldTheSideToMoveFirstAndTheHistory) {
   GoBoard b = new_board(5);
   std::vector<std::vector<int8_t>> history = {b.stones};
