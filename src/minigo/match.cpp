@@ -28,52 +28,6 @@ GoPlayer mcts_player(std::string name, MctsEvaluator eval, MctsConfig cfg, int o
 
 namespace {
 
-// Area margin for the side to move: its stones and the empty regions bordered only by them, minus
-// the opponent's; komi counts for white.
-double area_margin(const float* f, int size, double komi) {
-  const int n = size * size;
-  std::vector<int8_t> s(size_t(n), 0);  // +1 side to move, -1 opponent
-  for (int p = 0; p < n; ++p) {
-    if (f[size_t(p) * kFeaturePlanes + 0] > 0.5f) s[size_t(p)] = 1;
-    else if (f[size_t(p) * kFeaturePlanes + 1] > 0.5f) s[size_t(p)] = -1;
-  }
-  const bool black_to_play = f[2 * kFeatureHistory] > 0.5f;
-  double margin = 0;
-  for (int p = 0; p < n; ++p) margin += s[size_t(p)];
-  std::vector<char> seen(size_t(n), 0);
-  std::vector<int> stack, region;
-  for (int p = 0; p < n; ++p) {
-    if (s[size_t(p)] != 0 || seen[size_t(p)]) continue;
-    bool touches_mine = false, touches_theirs = false;
-    region.clear();
-    stack.assign(1, p);
-    seen[size_t(p)] = 1;
-    while (!stack.empty()) {
-      const int q = stack.back();
-      stack.pop_back();
-      region.push_back(q);
-      const int r = q / size, c = q % size;
-      const int nb[4] = {r > 0 ? q - size : -1, r + 1 < size ? q + size : -1, c > 0 ? q - 1 : -1,
-                         c + 1 < size ? q + 1 : -1};
-      for (int m : nb) {
-        if (m < 0) continue;
-        if (s[size_t(m)] > 0) touches_mine = true;
-        else if (s[size_t(m)] < 0) touches_theirs = true;
-        else if (!seen[size_t(m)]) {
-          seen[size_t(m)] = 1;
-          stack.push_back(m);
-        }
-      }
-    }
-    if (touches_mine != touches_theirs) margin += touches_mine ? double(region.size()) : -double(region.size());
-  }
-  return black_to_play ? margin - komi : margin + komi;
-}
-
-}  // namespace
-
-namespace {
-
 // Priors equal up to a small jitter drawn from the position (hash h): PUCT then tries the moves
 // in a random order instead of the board's (equal priors always try the top row first).
 void jittered_uniform(uint64_t h, int moves, float* policy) {
@@ -128,17 +82,6 @@ GoPlayer random_player() {
     return random_playout_move(b, r, scratch);
   };
   return p;
-}
-
-MctsEvaluator area_count_evaluator(int size, double komi, double scale) {
-  return [size, komi, scale](int n, const float* features, float* policy, float* value) {
-    const int moves = size * size + 1;
-    const size_t plane = size_t(size) * size * kFeaturePlanes;
-    for (int i = 0; i < n; ++i) {
-      jittered_uniform(position_hash(features + plane * size_t(i), plane), moves, policy + size_t(i) * moves);
-      value[i] = float(std::tanh(area_margin(features + plane * size_t(i), size, komi) / scale));
-    }
-  };
 }
 
 double parse_final_score(const std::string& s) {

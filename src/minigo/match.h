@@ -19,7 +19,7 @@ inline constexpr int kResignMove = -2;  // what a player returns to resign
 
 // A player: told a new game starts, then asked for moves. `game` holds every move so far (the
 // opponent's last move included); `b` is the position after them; `earlier` the positions before
-// it, most recent first (at most the 7 the features need).
+// it, most recent first (the last 8 at most: what the features read).
 struct GoPlayer {
   std::string name;
   std::function<void(int size, double komi, uint64_t game_seed)> new_game;
@@ -34,13 +34,10 @@ struct GoPlayer {
 // the game drawn in proportion to visits (from the game's seed: evaluation games differ), then the
 // most visited move.
 GoPlayer mcts_player(std::string name, MctsEvaluator eval, MctsConfig cfg, int opening_moves);
-// Uniform priors over all moves (jittered by 1% so that the search tries them in a random order);
-// value tanh(area margin / scale) for the side to move (stones plus
-// empty regions that touch only one colour, komi included), read from the feature planes.
-MctsEvaluator area_count_evaluator(int size, double komi, double scale = 10.0);
 // "B+12.5" -> 12.5, "W+3.5" -> -3.5, "0" -> 0 (GTP's final_score); std::runtime_error otherwise.
 double parse_final_score(const std::string& s);
-// Classic Monte Carlo values: uniform priors (jittered as above); the value of a position is the
+// Classic Monte Carlo values: uniform priors, jittered by 1% so that the search tries the moves in
+// a random order (equal priors would always try the top row first); the value of a position is the
 // outcome (+1/-1 for the side to move) of `playouts` random playouts from it (minigo/playout.h).
 // Deterministic: the playouts' random numbers come from the position and `seed`.
 MctsEvaluator rollout_evaluator(int size, double komi, int playouts, uint64_t seed);

@@ -1,5 +1,5 @@
-// Games between players (src/minigo/match.h): the area-count evaluator, the rollout search of the
-// reference opponent against the random player (results agree with the board), boards rebuilt
+// Games between players (src/minigo/match.h): the rollout search of the reference opponent
+// against the random player (results agree with the board), boards rebuilt
 // from stones, and games against GNU Go, scored by GNU Go (it removes dead stones), which beats
 // the random player from either side.
 #include <gtest/gtest.h>
@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "minigo/features.h"
 #include "minigo/go_board.h"
 #include "minigo/go_game.h"
 #include "minigo/match.h"
@@ -18,41 +17,6 @@
 
 using namespace mlpd;
 
-namespace {
-
-std::vector<float> features_of(const GoBoard& b) {
-  std::vector<float> f(size_t(b.size) * b.size * kFeaturePlanes);
-  board_features({&b.stones}, b.size, b.to_play, f.data());
-  return f;
-}
-
-GoBoard position(int size, const std::vector<const char*>& moves) {
-  GoBoard b = new_board(size);
-  for (const char* m : moves) play(b, std::string(m) == "-" ? pass_move(size) : parse_gtp_vertex(m, size));
-  return b;
-}
-
-}  // namespace
-
-TEST(Match, AreaCountValueIsTheAreaMarginWithKomiFromTheSideToMove) {
-  const MctsEvaluator eval = area_count_evaluator(5, 0.5, 1e9);  // scale so large tanh is linear
-  // Black walls off column A with a line on B; white plays C3: black owns A and B (10 points),
-  // white only its stone (the empty C..E region touches both colours, so it counts for neither).
-  const GoBoard b = position(5, {"B1", "C3", "B2", "-", "B3", "-", "B4", "-", "B5", "-"});
-  ASSERT_EQ(b.to_play, kBlack);
-  std::vector<float> policy(26), value(1);
-  const std::vector<float> f = features_of(b);
-  eval(1, f.data(), policy.data(), value.data());
-  // Black to move: 10 - 1 - komi 0.5.
-  EXPECT_NEAR(value[0] * 1e9, 10.0 - 1.0 - 0.5, 1e-3);
-  for (float p : policy) EXPECT_NEAR(p, 1.0f / 26.0f, 0.01f / 26.0f);
-  // The same position with white to move: the margin from white's side, komi for white.
-  GoBoard w = b;
-  play(w, pass_move(5));
-  const std::vector<float> fw = features_of(w);
-  eval(1, fw.data(), policy.data(), value.data());
-  EXPECT_NEAR(value[0] * 1e9, 1.0 - 10.0 + 0.5, 1e-3);
-}
 
 TEST(Match, TheRolloutSearchBeatsTheRandomPlayerAndGamesEndWithTheResultOfTheirBoard) {
   MctsConfig cfg;

@@ -24,6 +24,7 @@
 #include "workloads/minigo/minigo_config.h"
 #include "workloads/minigo/minigo_model.h"
 #include "workloads/minigo/minigo_rules.h"
+#include "workloads/batch_split.h"
 #include "workloads/registry.h"
 
 namespace mlpd {
@@ -268,14 +269,10 @@ std::unique_ptr<Workload> make_minigo_workload(const WorkloadContext& ctx, const
   f.work_unit = "positions";
   f.eval_kind = EvalKind::Records;
   f.global_batch = s.cfg.global_batch;
-  MLPD_CHECK(f.global_batch > 0 && f.global_batch % ctx.ranks == 0, "global batch not checked by the rules");
-  const int64_t local = f.global_batch / ctx.ranks;
-  const int64_t bn_span = config.at(keys::kModelBnSpan).get<int64_t>();
-  const int64_t span = bn_span == 0 ? local : bn_span;
-  MLPD_CHECK(span > 0 && local % span == 0, "model_bn_span not checked by the rules");
-  s.span = static_cast<int>(span);
-  s.micro_batches = static_cast<int>(local / span);
-  f.bn_span = span;
+  const BatchSplit split = split_rank_batch(f.global_batch, ctx.ranks, config.at(keys::kModelBnSpan).get<int64_t>());
+  s.span = split.span;
+  s.micro_batches = split.micro_batches;
+  f.bn_span = split.span;
   f.steps_per_epoch = s.cfg.steps_per_generation;
   f.train_samples = s.cfg.games_per_generation;  // games per generation: minigo's "epoch" of data
   f.eval_samples = s.cfg.eval_games;

@@ -11,6 +11,7 @@
 #include "kernels/device.h"
 #include "workloads/resnet/resnet_config.h"
 #include "workloads/resnet/resnet_model.h"
+#include "workloads/batch_split.h"
 #include "workloads/registry.h"
 
 namespace mlpd {
@@ -148,15 +149,11 @@ std::unique_ptr<Workload> make_resnet_workload(const WorkloadContext& ctx, const
   f.train_samples = s->train.count;
   f.eval_samples = s->eval.count;
 
-  // The rules table has checked the batch against the ranks and the span against the batch.
   f.global_batch = cfg.global_batch;
-  MLPD_CHECK(f.global_batch > 0 && f.global_batch % ctx.ranks == 0, "global batch not checked by the rules");
-  const int64_t local = f.global_batch / ctx.ranks;
-  const int64_t span = cfg.bn_span == 0 ? local : cfg.bn_span;
-  MLPD_CHECK(span > 0 && local % span == 0, "model_bn_span not checked by the rules");
-  s->span = static_cast<int>(span);
-  s->micro_batches = static_cast<int>(local / span);
-  f.bn_span = span;
+  const BatchSplit split = split_rank_batch(f.global_batch, ctx.ranks, cfg.bn_span);
+  s->span = split.span;
+  s->micro_batches = split.micro_batches;
+  f.bn_span = split.span;
   f.steps_per_epoch = batches_per_epoch(s->train.count, f.global_batch);
   if (f.steps_per_epoch == 0) throw UserError("global_batch_size exceeds the training set", 2);
 

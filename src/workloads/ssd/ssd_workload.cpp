@@ -18,6 +18,7 @@
 #include "detection/detection_ground_truth.h"
 #include "kernels/device.h"
 #include "mlperf/keys.h"
+#include "workloads/batch_split.h"
 #include "workloads/registry.h"
 #include "workloads/ssd/ssd_config.h"
 #include "workloads/ssd/ssd_crop.h"
@@ -217,14 +218,10 @@ std::unique_ptr<Workload> make_ssd_workload(const WorkloadContext& ctx, const nl
   f.eval_samples = s.eval.count;
 
   f.global_batch = s.cfg.global_batch;
-  MLPD_CHECK(f.global_batch > 0 && f.global_batch % ctx.ranks == 0, "global batch not checked by the rules");
-  const int64_t local = f.global_batch / ctx.ranks;
-  const int64_t bn_span = config.at(keys::kModelBnSpan).get<int64_t>();
-  const int64_t span = bn_span == 0 ? local : bn_span;
-  MLPD_CHECK(span > 0 && local % span == 0, "model_bn_span not checked by the rules");
-  s.span = static_cast<int>(span);
-  s.micro_batches = static_cast<int>(local / span);
-  f.bn_span = span;
+  const BatchSplit split = split_rank_batch(f.global_batch, ctx.ranks, config.at(keys::kModelBnSpan).get<int64_t>());
+  s.span = split.span;
+  s.micro_batches = split.micro_batches;
+  f.bn_span = split.span;
   f.steps_per_epoch = batches_per_epoch(s.train.count, f.global_batch);
   if (f.steps_per_epoch == 0) throw UserError("global_batch_size exceeds the training set", 2);
 
