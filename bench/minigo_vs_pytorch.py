@@ -44,6 +44,8 @@ import subprocess
 import sys
 import tempfile
 
+import torch_peer
+
 BATCH = 64
 BOARD = 9
 PLANES = 17
@@ -175,72 +177,34 @@ def torch_child(args):
                           "loss": float(loss)}))
 
 
-def run_torch(py, script, threads, world, layout, steps, warmup):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
-               OPENBLAS_NUM_THREADS=str(threads))
-    store = tempfile.mktemp(prefix="minigobench_store_")
-    procs = [subprocess.Popen([py, script, "--child", "--threads", str(threads), "--rank", str(r), "--world", str(world),
-                               "--layout", layout, "--store", store, "--steps", str(steps), "--warmup", str(warmup)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for r in range(world)]
-    outs = [p.communicate() for p in procs]
-    for p, (o, e) in zip(procs, outs):
-        if p.returncode != 0:
-            sys.exit(f"torch child failed:\n{e[-3000:]}")
-    if os.path.exists(store):
-        os.remove(store)
-    return json.loads(outs[0][0].strip().splitlines()[-1])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default="build/mlperf-dist")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
-    ap.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--world", type=int, default=1, help=argparse.SUPPRESS)
-    ap.add_argument("--layout", default="nchw", help=argparse.SUPPRESS)
-    ap.add_argument("--store", help=argparse.SUPPRESS)
+    torch_peer.add_child_arguments(ap)
     args = ap.parse_args()
     if args.child:
         return torch_child(args)
     if not os.access(args.binary, os.X_OK):
         sys.exit(f"{args.binary} missing: build it first (or pass --binary)")
-    py, script = sys.executable, os.path.abspath(__file__)
+    script = os.path.abspath(__file__)
     load = os.getloadavg()[0]
-    rows = {}
-    rows["ours 1 rank"], ours_params = run_ours(args.binary, 1, args.steps, args.warmup)
-    rows["ours 2 ranks"], _ = run_ours(args.binary, 2, args.steps, args.warmup)
+    ours1, ours_params = run_ours(args.binary, 1, args.steps, args.warmup)
+    ours2, _ = run_ours(args.binary, 2, args.steps, args.warmup)
     if ours_params is not None and ours_params != PARAMS:
         sys.exit(f"our minigo net reports {ours_params} parameters, the torch one has {PARAMS}")
-    results = {l: run_torch(py, script, 1, 1, l, args.steps, args.warmup) for l in ("nchw", "channels_last")}
-    layouts = {l: r["pos_s"] for l, r in results.items()}
-    best_layout = max(layouts, key=layouts.get)
-    for l, v in layouts.items():
-        rows[f"torch 1 proc x 1 thread ({l})"] = v
-    rows[f"torch 1 proc x 2 threads ({best_layout})"] = run_torch(py, script, 2, 1, best_layout, args.steps,
-                                                                  args.warmup)["pos_s"]
-    rows[f"torch 2 procs x 1 thread, DDP gloo ({best_layout})"] = run_torch(py, script, 1, 2, best_layout, args.steps,
-                                                                           args.warmup)["pos_s"]
-    torch1 = layouts[best_layout]
-    torch2 = max(v for k, v in rows.items() if k.startswith("torch") and ("2 threads" in k or "2 procs" in k))
-    print(f"mini minigo training, global batch {BATCH}, median of {args.steps} steps after {args.warmup} "
-          f"(load average {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end)")
-    print(f"parameters: ours {ours_params if ours_params is not None else '?'}, torch "
-          f"{results[best_layout]['params']}; torch layout used: {best_layout}")
-    print(f"{'configuration':52s} {'pos/s':>8s}")
-    for k, v in rows.items():
-        print(f"{k:52s} {v:8.0f}")
-    print(f"ratio ours/torch at 1 core:  {rows['ours 1 rank'] / torch1:.2f}x")
-    print(f"ratio ours/torch at 2 cores: {rows['ours 2 ranks'] / torch2:.2f}x (against the best PyTorch configuration)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "torch_layout": best_layout, "params": PARAMS,
-                       "ratio_1core": rows["ours 1 rank"] / torch1, "ratio_2cores": rows["ours 2 ranks"] / torch2},
-                      f, indent=2)
+    run = lambda threads, world, layout: torch_peer.run_children(script, threads, world, layout, args.steps,
+                                                                args.warmup)
+    rows, best_layout, torch1, torch2, best = torch_peer.peer_configurations(run, "pos_s")
+    torch_peer.print_comparison(
+        f"mini minigo training, global batch {BATCH}, median of {args.steps} steps after {args.warmup} "
+        f"(load average {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end)", "pos/s", ours1, ours2, rows,
+        torch1, torch2,
+        notes=[f"parameters: ours {ours_params if ours_params is not None else '?'}, torch {best['params']}; "
+               f"torch layout used: {best_layout}"],
+        json_path=args.json, extra_json={"torch_layout": best_layout, "params": PARAMS})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,75 @@
+"""What bench/*_vs_pytorch.py share: the PyTorch peer runs as child processes of the benchmark script
+itself (`--child`), each a fresh process whose thread counts are set before torch is imported, in
+the configurations a 2-core machine allows: 1 process x 1 thread in both memory layouts (NCHW,
+channels_last; the faster is used from then on), 1 process x 2 threads, and 2 processes x 1 thread
+with DistributedDataParallel over gloo (a file store in /tmp). Ours at 1 rank is compared with
+PyTorch at 1 thread, ours at 2 ranks with the best PyTorch configuration on 2 cores."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def add_child_arguments(ap):
+    """The hidden options a child process is started with."""
+    ap.add_argument("--child", action="store_true", help=argparse_suppress())
+    ap.add_argument("--threads", type=int, default=1, help=argparse_suppress())
+    ap.add_argument("--rank", type=int, default=0, help=argparse_suppress())
+    ap.add_argument("--world", type=int, default=1, help=argparse_suppress())
+    ap.add_argument("--layout", default="nchw", help=argparse_suppress())
+    ap.add_argument("--store", help=argparse_suppress())
+
+
+def argparse_suppress():
+    import argparse
+    return argparse.SUPPRESS
+
+
+def run_children(script, threads, world, layout, steps, warmup, extra=()):
+    """Runs `world` children of `script` and returns the JSON object rank 0 prints last."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS=str(threads))
+    store = tempfile.mktemp(prefix="torchpeer_store_")
+    procs = [subprocess.Popen([sys.executable, script, "--child", "--threads", str(threads), "--rank", str(r),
+                               "--world", str(world), "--layout", layout, "--store", store, "--steps", str(steps),
+                               "--warmup", str(warmup), *extra],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in range(world)]
+    outs = [p.communicate() for p in procs]
+    for p, (o, e) in zip(procs, outs):
+        if p.returncode != 0:
+            sys.exit(f"torch child failed:\n{e[-3000:]}")
+    if os.path.exists(store):
+        os.remove(store)
+    return json.loads(outs[0][0].strip().splitlines()[-1])
+
+
+def peer_configurations(run, key):
+    """run(threads, world, layout) -> a child's JSON object; `key` names its rate. Returns the rows
+    (label -> rate), the layout used, the 1-core and best 2-core rates, and the 1-thread object of
+    the layout used."""
+    one_thread = {l: run(1, 1, l) for l in ("nchw", "channels_last")}
+    best = max(one_thread, key=lambda l: one_thread[l][key])
+    rows = {f"torch 1 proc x 1 thread ({l})": r[key] for l, r in one_thread.items()}
+    two = [run(2, 1, best)[key], run(1, 2, best)[key]]
+    rows[f"torch 1 proc x 2 threads ({best})"] = two[0]
+    rows[f"torch 2 procs x 1 thread, DDP gloo ({best})"] = two[1]
+    return rows, best, one_thread[best][key], max(two), one_thread[best]
+
+
+def print_comparison(title, unit, ours1, ours2, torch_rows, torch1, torch2, notes=(), json_path=None, extra_json=None):
+    """The table, the two ratios, and optionally the same as JSON."""
+    rows = {"ours 1 rank": ours1, "ours 2 ranks": ours2, **torch_rows}
+    print(title)
+    for n in notes:
+        print(n)
+    print(f"{'configuration':52s} {unit:>8s}")
+    for k, v in rows.items():
+        print(f"{k:52s} {v:8.0f}")
+    print(f"ratio ours/torch at 1 core:  {ours1 / torch1:.2f}x")
+    print(f"ratio ours/torch at 2 cores: {ours2 / torch2:.2f}x (against the best PyTorch configuration)")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"rows": rows, "ratio_1core": ours1 / torch1, "ratio_2cores": ours2 / torch2,
+                       **(extra_json or {})}, f, indent=2)
