@@ -211,7 +211,10 @@ class TrainLoop final : public LoopServices {
     eval_seconds_ += seconds_since(te);
     ++evals_;
     final_metric_ = o.metric;
-    mllog_event(log_, m.mllog_key, o.metric, {{keys::kEpochNum, epoch}});
+    // The secondary metrics ride in the metadata (ndcg@10, AP50, minigo's games against GNU Go).
+    nlohmann::json meta = {{keys::kEpochNum, epoch}};
+    for (size_t i = 0; i < m.secondary.size(); ++i) meta[m.secondary[i]] = o.secondary[i];
+    mllog_event(log_, m.mllog_key, o.metric, meta);
     mllog_end(log_, keys::kEvalStop, nullptr, {{keys::kEpochNum, epoch}});
     std::string extras;
     for (size_t i = 0; i < m.secondary.size(); ++i) extras += fmt::format(" | {} {:.6f}", m.secondary[i], o.secondary[i]);

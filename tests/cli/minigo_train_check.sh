@@ -4,7 +4,8 @@
 #      and 2 against GNU Go; the run reaches a lowered --test-target (one win in 40 against the
 #      reference); the log carries MiniGo's keys (closed_minigo.yaml's train_batch_size,
 #      lr_boundaries, lr_rates, min/actual selfplay games per generation; save_model, readouts,
-#      virtual losses) and passes our `check`;
+#      virtual losses), each eval_accuracy carries the random player and GNU Go figures in its
+#      metadata, and the log passes our `check`;
 #  (b) 8 steps of the first generation at 1 rank with two micro-batches (model_bn_span 32) and at
 #      2 ranks train to the same parameters: the same 32 games (rank 0 plays the even ones, rank 1
 #      the odd ones, and the exchange puts them back in order), the same positions, symmetries and
@@ -33,6 +34,10 @@ generations=$(grep -c '"key":"eval_accuracy"' "$log")
 [ "$(grep -c '"key":"actual_selfplay_games_per_generation","value":32,' "$log")" = "$generations" ] ||
   fail "actual_selfplay_games_per_generation not logged once per generation"
 [ "$(grep -c '"key":"save_model"' "$log")" = "$generations" ] || fail "save_model not logged once per generation"
+for k in random_win_rate gnugo_win_rate gnugo_margin; do
+  [ "$(grep '"key":"eval_accuracy"' "$log" | grep -c "\"$k\":")" = "$generations" ] ||
+    fail "eval_accuracy does not carry $k in its metadata"
+done
 grep -E "self-play: 32 games|^eval epoch" "$WORK/train.txt"
 grep -q "^eval epoch 1 | win_rate .* random_win_rate .* gnugo_win_rate .* gnugo_margin" "$WORK/train.txt" ||
   fail "the evaluation line lacks the random player and GNU Go figures"
