@@ -97,14 +97,9 @@ def run_ours(binary, ranks, steps, warmup):
 def torch_child(args):
     threads, rank, world, layout = args.threads, args.rank, args.world, args.layout
     import time
-    import torch
+    torch = torch_peer.start_child(args)
     import torch.nn as nn
     import torch.nn.functional as F
-    torch.set_num_threads(threads)
-    torch.manual_seed(1 + rank)
-    if world > 1:
-        import torch.distributed as dist
-        dist.init_process_group("gloo", init_method=f"file://{args.store}", rank=rank, world_size=world)
 
     def conv_bn(ci, co, k):
         # our bn_momentum 0.9 keeps 0.9 of the running statistics: PyTorch's momentum 0.1

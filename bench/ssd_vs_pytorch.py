@@ -56,14 +56,9 @@ def run_ours(binary, data_dir, ranks, steps, warmup):
 def torch_child(args):
     threads, rank, world, layout = args.threads, args.rank, args.world, args.layout
     import h5py
-    import torch
+    torch = torch_peer.start_child(args)
     import torch.nn as nn
     import torch.nn.functional as F
-    torch.set_num_threads(threads)
-    torch.manual_seed(1 + rank)
-    if world > 1:
-        import torch.distributed as dist
-        dist.init_process_group("gloo", init_method=f"file://{args.store}", rank=rank, world_size=world)
 
     def conv_bn(ci, co, k, s, p):
         return nn.Sequential(nn.Conv2d(ci, co, k, s, p, bias=False), nn.BatchNorm2d(co, eps=1e-5, momentum=0.1))

@@ -26,6 +26,18 @@ def argparse_suppress():
     return argparse.SUPPRESS
 
 
+def start_child(args):
+    """In a child: torch with the configuration's thread count and seed, and its process group
+    when there are several processes. Returns the torch module."""
+    import torch
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1 + args.rank)
+    if args.world > 1:
+        import torch.distributed as dist
+        dist.init_process_group("gloo", init_method=f"file://{args.store}", rank=args.rank, world_size=args.world)
+    return torch
+
+
 def run_children(script, threads, world, layout, steps, warmup, extra=()):
     """Runs `world` children of `script` and returns the JSON object rank 0 prints last."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
