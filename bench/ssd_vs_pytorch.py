@@ -178,11 +178,7 @@ def torch_child(args):
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - t0)
-    if world > 1:
-        import torch.distributed as dist
-        t = torch.tensor(times)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        times = t.tolist()
+    times = torch_peer.slowest_step_times(torch, args, times)
     if rank == 0:
         print(json.dumps({"img_s": BATCH / statistics.median(times[args.warmup:])}))
 

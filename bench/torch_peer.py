@@ -38,6 +38,16 @@ def start_child(args):
     return torch
 
 
+def slowest_step_times(torch, args, times):
+    """Each step's time on the slowest process (a step ends when every process has finished it)."""
+    if args.world == 1:
+        return times
+    import torch.distributed as dist
+    t = torch.tensor(times)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist()
+
+
 def run_children(script, threads, world, layout, steps, warmup, extra=()):
     """Runs `world` children of `script` and returns the JSON object rank 0 prints last."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),

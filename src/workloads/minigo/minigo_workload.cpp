@@ -69,7 +69,6 @@ struct MinigoWorkload final : Workload {
   DeviceBytes dpolicy = no_device_bytes(), dvalue = no_device_bytes();
   std::vector<float> eval_logits, eval_values;
   TrainingExample sym;
-  int64_t games_played = 0;
 
   void init_parameters(uint64_t seed) override { init_minigo_net(*net, store, seed); }
   int64_t steps_in_epoch(int epoch) override { return epoch >= 0 ? cfg.steps_per_generation : 0; }
@@ -140,7 +139,6 @@ void MinigoWorkload::self_play(int generation, LoopServices& loop) {
     resigned += g.game.result.find("+R") != std::string::npos;
     moves += g.game.moves.size();
   }
-  games_played += cfg.games_per_generation;
   window.push_back(std::move(examples));
   while (int(window.size()) > cfg.window_generations) window.pop_front();
   loop.log_event(keys::kActualSelfplayGamesPerGeneration, cfg.games_per_generation, {{keys::kEpochNum, generation}});
