@@ -126,9 +126,9 @@ CheckpointKey checkpoint_key(const ResolvedRun& run, const World& w) {
 class TrainLoop final : public LoopServices {
  public:
   TrainLoop(World& w, const ResolvedRun& run, const TrainOptions& opts, BuiltRun& built, MlLog& log, Trace& trace,
-            double target, AtomicFile* loss_log)
+            double target, AtomicFile* loss_log, const TrainPosition& start)
       : w_(w), run_(run), opts_(opts), b_(built), wl_(*built.workload), log_(log), trace_(trace), target_(target),
-        loss_log_(loss_log) {
+        loss_log_(loss_log), start_(start), step_(start.global_step), position_(start) {
     if (!opts.test_fail_at.empty()) {
       const auto colon = opts.test_fail_at.find(':');
       try {
@@ -246,29 +246,33 @@ class TrainLoop final : public LoopServices {
     mllog_event(log_, key, value, metadata);
   }
 
-  // Epochs of steps from `start`, evaluating every eval_every_epochs, at the last epoch, and when
-  // stopping; a checkpoint every checkpoint_every epochs.
-  void drive_epochs(const TrainPosition& start) {
+  // Epochs of steps from the start position, evaluating every eval_every_epochs, at the last
+  // epoch, and when stopping; a checkpoint every checkpoint_every epochs.
+  void drive_epochs() {
     const int every = wl_.facts.eval_every_epochs;
-    step_ = start.global_step;
-    position_ = start;
-    for (int epoch = start.epoch; epoch <= max_epochs() && !stopped_; ++epoch) {
+    for (int epoch = start_.epoch; epoch <= max_epochs() && !stopped_; ++epoch) {
       begin_epoch(epoch);
-      for (int64_t b = epoch == start.epoch ? start.step_in_epoch : 0; b < steps_this_epoch_; ++b)
+      for (int64_t b = epoch == start_.epoch ? start_.step_in_epoch : 0; b < steps_this_epoch_; ++b)
         if (!train_step(epoch, b)) break;
       end_epoch(epoch);
       checkpoint_if_stopped_early();  // before the last evaluation: a job near its time limit
       if (epoch % every == 0 || epoch == max_epochs() || stopped_) evaluate(epoch);
-      if (opts_.checkpoint_every > 0 && epoch % opts_.checkpoint_every == 0 && !stopped_) checkpoint();
+      checkpoint_at_epoch_end(epoch);
     }
   }
 
+  ResumePoint resume_point() const override { return {start_.epoch, start_.step_in_epoch}; }
+
   // The run stopped early by a signal or --max-steps: keep its state to resume from.
-  void checkpoint_if_stopped_early() {
+  void checkpoint_if_stopped_early() override {
     if (stop_for_checkpoint_ && !success_ && !checkpointed_at_stop_) {
       checkpointed_at_stop_ = true;
       checkpoint();
     }
+  }
+
+  void checkpoint_at_epoch_end(int epoch) override {
+    if (opts_.checkpoint_every > 0 && epoch % opts_.checkpoint_every == 0 && !stopped_) checkpoint();
   }
 
   void checkpoint() {
@@ -306,6 +310,7 @@ class TrainLoop final : public LoopServices {
   Trace& trace_;
   double target_;
   AtomicFile* loss_log_;
+  TrainPosition start_;
   int fail_rank_ = -1;
   int64_t fail_step_ = -1;
   int64_t step_ = 0;
@@ -444,8 +449,6 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   for (const LoggedParam& p : wl.facts.logged_params) mllog_event(log, p.key, p.value, p.metadata);
   TrainPosition start;
   if (!opts.resume_dir.empty()) {
-    if (wl.has_own_driver())
-      throw UserError("--resume: " + benchmark + " drives its own loop and does not resume from checkpoints yet", 2);
     start = load_checkpoint(w, opts.resume_dir, checkpoint_key(run, w), wl, built.hyper.optimizer);
     upload_store(wl.store);
     upload_optimizer(built.hyper.optimizer);
@@ -474,11 +477,11 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   run_started = true;
   const auto run_clock = Clock::now();
   trace.origin_s = MPI_Wtime();
-  TrainLoop loop(w, run, opts, built, log, trace, target, loss_log ? &*loss_log : nullptr);
+  TrainLoop loop(w, run, opts, built, log, trace, target, loss_log ? &*loss_log : nullptr, start);
   if (wl.has_own_driver())
     wl.drive(loop);
   else
-    loop.drive_epochs(start);
+    loop.drive_epochs();
   loop.checkpoint_if_stopped_early();
   TrainResult r;
   loop.fill(r);

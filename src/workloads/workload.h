@@ -96,6 +96,13 @@ struct WorkloadFacts {
 
 class LoopServices;
 
+// Where a driver starts: epoch 1, step 0 for a new run; a checkpoint's position on --resume
+// (epoch 1-based; step_in_epoch > 0: that epoch's data is already in the restored state).
+struct ResumePoint {
+  int epoch = 1;
+  int64_t step_in_epoch = 0;
+};
+
 // One workload on one rank. Owns its data, model and buffers; its parameters and gradients live
 // in `store` (one flat buffer each; layers hold views).
 struct Workload {
@@ -147,6 +154,13 @@ class LoopServices {
   // An MLLOG event of the driver's own (minigo: the games of each generation, save_model), written
   // by rank 0 with its epoch_num in the metadata. Collective in nothing: every rank may call it.
   virtual void log_event(const std::string& key, const nlohmann::json& value, const nlohmann::json& metadata) = 0;
+  // Checkpoints (--checkpoint-dir), collective: the driver calls these where the restored state
+  // plus resume_point() continue the run bit for bit. After an epoch's steps, before anything
+  // changes the state (a stop by signal or --max-steps is saved here); after an epoch's evaluation
+  // (every --checkpoint-every epochs).
+  virtual ResumePoint resume_point() const = 0;
+  virtual void checkpoint_if_stopped_early() = 0;
+  virtual void checkpoint_at_epoch_end(int epoch) = 0;
 };
 
 }  // namespace mlpd

@@ -62,7 +62,10 @@ struct MinigoWorkload final : Workload {
   int rank = 0, ranks = 1;
   int span = 0;           // positions per forward (the batch-norm span)
   int micro_batches = 1;  // forwards per rank per step
-  std::deque<std::vector<TrainingExample>> window;  // the same on every rank
+  // The last window_size generations' games (what a checkpoint carries) and their positions (what
+  // training samples from), the same on every rank.
+  std::deque<std::vector<GameRecord>> window_games;
+  std::deque<std::vector<TrainingExample>> window;
   // Training batch: host inputs and targets, their device copies, the loss gradients.
   std::vector<float> x, target_policy, target_value;
   DeviceBytes policy_dev = no_device_bytes(), value_dev = no_device_bytes();
@@ -77,6 +80,11 @@ struct MinigoWorkload final : Workload {
   EvalOutcome finish_evaluation(const EvalCombined& c) override;
   bool has_own_driver() const override { return true; }
   void drive(LoopServices& loop) override;
+  std::string save_state() const override {
+    return to_bytes(std::vector<std::vector<GameRecord>>(window_games.begin(), window_games.end()));
+  }
+  void load_state(const std::string& bytes) override;
+  void add_generation(std::vector<GameRecord> games);
 
   size_t net_input_floats() const { return size_t(cfg.board_size) * size_t(cfg.board_size) * kFeaturePlanes; }
   MctsEvaluator net_evaluator();
@@ -128,19 +136,17 @@ void MinigoWorkload::self_play(int generation, LoopServices& loop) {
   const std::vector<std::string> all = loop.exchange_records(to_bytes(mine));
   std::vector<std::vector<GameRecord>> by_rank;
   for (const std::string& bytes : all) by_rank.push_back(from_bytes<std::vector<GameRecord>>(bytes));
-  std::vector<TrainingExample> examples;
+  std::vector<GameRecord> games;
   int black_wins = 0, resigned = 0;
   size_t moves = 0;
   for (int i = 0; i < cfg.games_per_generation; ++i) {
-    const std::vector<GameRecord>& r = by_rank[size_t(i % ranks)];
-    const GameRecord& g = r[size_t(i / ranks)];
-    for (TrainingExample& e : training_examples(g)) examples.push_back(std::move(e));
+    GameRecord& g = by_rank[size_t(i % ranks)][size_t(i / ranks)];
     black_wins += g.game.result[0] == 'B';
     resigned += g.game.result.find("+R") != std::string::npos;
     moves += g.game.moves.size();
+    games.push_back(std::move(g));
   }
-  window.push_back(std::move(examples));
-  while (int(window.size()) > cfg.window_generations) window.pop_front();
+  add_generation(std::move(games));
   loop.log_event(keys::kActualSelfplayGamesPerGeneration, cfg.games_per_generation, {{keys::kEpochNum, generation}});
   if (rank == 0)
     spdlog::info("generation {} self-play: {} games in {:.1f} s | {:.1f} moves/game | black won {} | {} resigned",
@@ -241,17 +247,42 @@ EvalOutcome MinigoWorkload::finish_evaluation(const EvalCombined& c) {
   return {wins[0] / games[0], {wins[2] / games[2], wins[1] / g, g_margin / g}, games[0]};
 }
 
-// Generation g: self-play with the current network, training on the window, evaluation.
+void MinigoWorkload::add_generation(std::vector<GameRecord> games) {
+  std::vector<TrainingExample> examples;
+  for (const GameRecord& g : games)
+    for (TrainingExample& e : training_examples(g)) examples.push_back(std::move(e));
+  window_games.push_back(std::move(games));
+  window.push_back(std::move(examples));
+  while (int(window.size()) > cfg.window_generations) {
+    window_games.pop_front();
+    window.pop_front();
+  }
+}
+
+// The window's positions are a function of its games: a checkpoint carries only the games.
+void MinigoWorkload::load_state(const std::string& bytes) {
+  window_games.clear();
+  window.clear();
+  for (std::vector<GameRecord>& games : from_bytes<std::vector<std::vector<GameRecord>>>(bytes))
+    add_generation(std::move(games));
+}
+
+// Generation g: self-play with the current network, training on the window, evaluation. A run
+// resumed within generation g has its games in the restored window and continues its training.
 void MinigoWorkload::drive(LoopServices& loop) {
-  for (int g = 1; g <= loop.max_epochs() && !loop.stopped(); ++g) {
+  const ResumePoint from = loop.resume_point();
+  for (int g = from.epoch; g <= loop.max_epochs() && !loop.stopped(); ++g) {
+    const int64_t first_step = g == from.epoch ? from.step_in_epoch : 0;
     loop.begin_epoch(g);
-    self_play(g, loop);
-    for (int64_t s = 0; s < steps_in_epoch(g - 1); ++s)
+    if (first_step == 0) self_play(g, loop);
+    for (int64_t s = first_step; s < steps_in_epoch(g - 1); ++s)
       if (!loop.train_step(g, s)) break;
-    loop.average_model_state();  // one model on every rank: the next generation's players
+    loop.checkpoint_if_stopped_early();  // before the batch-norm statistics are averaged
+    loop.average_model_state();          // one model on every rank: the next generation's players
     loop.log_event(keys::kSaveModel, nlohmann::json{{"iteration", g}}, {{keys::kEpochNum, g}});
     loop.end_epoch(g);
     if (loop.evaluate(g)) break;
+    loop.checkpoint_at_epoch_end(g);
   }
 }
 

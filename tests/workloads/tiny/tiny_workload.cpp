@@ -123,12 +123,15 @@ struct TinyWorkload final : Workload {
   // Generations: fresh samples each, then an evaluation (as minigo's self-play, then training).
   bool has_own_driver() const override { return true; }
   void drive(LoopServices& loop) override {
-    for (int g = 1; g <= loop.max_epochs() && !loop.stopped(); ++g) {
+    const ResumePoint from = loop.resume_point();
+    for (int g = from.epoch; g <= loop.max_epochs() && !loop.stopped(); ++g) {
       loop.begin_epoch(g);
-      for (int64_t s = 0; s < steps_in_epoch(g - 1); ++s)
+      for (int64_t s = g == from.epoch ? from.step_in_epoch : 0; s < steps_in_epoch(g - 1); ++s)
         if (!loop.train_step(g, s)) break;
+      loop.checkpoint_if_stopped_early();
       loop.end_epoch(g);
       if (loop.evaluate(g)) break;
+      loop.checkpoint_at_epoch_end(g);
     }
   }
 };
