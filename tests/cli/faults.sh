@@ -4,7 +4,10 @@
 #    collective in a destructor and the job hung until the 600 s watchdog);
 #  - --system cannot put results outside --results-dir;
 #  - an auxiliary output never replaces a result log;
-#  - a full disk (a small tmpfs) leaves no result_N.txt and no temporary file.
+#  - a full disk (a small tmpfs) leaves no result_N.txt and no temporary file;
+#  - SIGKILL to one rank mid-run, and SIGINT or SIGTERM to mpirun, end the job non-zero within the
+#    watchdog timeout (--comm-timeout 10) + 5 s, leaving no temporary file and no result counted as
+#    a success; the times to the first sign and to the end are printed.
 source "$(dirname "$0")/lib/common.bash" "$@"
 ensure_mini_data
 R=$WORK/results
@@ -75,6 +78,44 @@ done
 run 1 --max-steps 2 --loss-log "$WORK/a.txt" --dump-params "$WORK/a.txt"
 [ $rc -eq 2 ] || fail "two outputs on one file: rc $rc"
 [ "$(md5sum < "$log")" = "$sum" ] || fail "the result log changed"
+
+# Signals mid-run: mpirun started in the background, the signal sent after step 5 is printed.
+signal_fault() {  # NAME TARGET(rank1|mpirun) SIGNAL
+  local name=$1 target=$2 sig=$3 out=$WORK/sig_$1.txt pid victim t0 td="" te rc=0
+  rm -rf "$R"
+  "${MPIRUN[@]}" -np 2 "$BIN" train --data-dir "$DATA" --results-dir "$R" --system t --progress-seconds 0 \
+    --max-steps 100000 --comm-timeout 10 > "$out" 2>&1 &
+  pid=$!
+  for i in $(seq 600); do grep -q "^epoch 1 step 5/" "$out" && break; sleep 0.1; done
+  grep -q "^epoch 1 step 5/" "$out" || { cat "$out"; fail "$name: the run did not reach step 5"; }
+  victim=$pid
+  if [ "$target" = rank1 ]; then
+    victim=""
+    for q in $(pgrep -P "$pid"); do
+      tr '\0' '\n' < /proc/$q/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$q
+    done
+    [ -n "$victim" ] || fail "$name: rank 1 not found among mpirun's children"
+  fi
+  t0=$(date +%s.%N)
+  kill -"$sig" "$victim"
+  while kill -0 "$pid" 2> /dev/null; do
+    [ -z "$td" ] && grep -qE "mpirun noticed|exited on signal|non-zero|stop requested|aborting|killed" "$out" && td=$(date +%s.%N)
+    [ "$(echo "$(date +%s.%N) - $t0 > 40" | bc)" = 1 ] && break
+    sleep 0.05
+  done
+  te=$(date +%s.%N)
+  kill -0 "$pid" 2> /dev/null && { kill -9 "$pid"; cat "$out"; fail "$name: the job still ran 40 s after the signal"; }
+  wait "$pid" || rc=$?
+  echo "$name: rc=$rc, first sign after $(echo "${td:-$te} - $t0" | bc)s, ended after $(echo "$te - $t0" | bc)s"
+  [ $rc -ne 0 ] || fail "$name: exit 0"
+  [ "$(echo "$te - $t0 <= 15" | bc)" = 1 ] || fail "$name: took over the watchdog timeout (10 s) + 5 s"
+  no_tmp_left
+  ! grep -ls '"status":"success"' $(find "$R" -name 'result_*.txt' 2> /dev/null) /dev/null | contains . ||
+    fail "$name: a result claims success"
+}
+signal_fault sigkill_rank1 rank1 KILL
+signal_fault sigint_mpirun mpirun INT
+signal_fault sigterm_mpirun mpirun TERM
 
 # Full disk: results on a 4 KiB tmpfs (the log outgrows it during init); nothing is left behind.
 mkdir -p "$WORK/small"
