@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/read_file.h"
 #include "core/rng.h"
 #include "datasets/h5.h"
 #include "datasets/layout.h"
@@ -61,9 +62,7 @@ int64_t parse_int(std::string_view f, const std::string& path, int64_t line, con
 }
 
 std::vector<Row> read_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open the ratings CSV");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_whole_file(path, "ratings CSV");
   std::string_view all(text);
   size_t pos = 0;
   auto next_line = [&](std::string_view& line) {

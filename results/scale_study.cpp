@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "core/check.h"
+#include "core/read_file.h"
 #include "results/format.h"
 
 namespace mlpd {
@@ -179,13 +180,10 @@ ScaleStudy scale_study_from_json(const json& j, const std::string& where) {
 }
 
 ScaleStudy read_scale_study(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot be opened", 2);
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = read_whole_file(path, "scale study");
   json j;
   try {
-    j = json::parse(text.str());
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw UserError(path + ": not valid JSON (" + e.what() + ")", 2);
   }

@@ -18,6 +18,7 @@
 #include "cli/rank_launcher.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/read_file.h"
 #include "mlperf/keys.h"
 #include "scaling/profile_json.h"
 #include "scaling/step_model.h"
@@ -87,15 +88,9 @@ struct PointPlan {
   std::string dir;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("cannot read " + path, 1);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 nlohmann::json read_json(const std::string& path) {
   try {
-    return nlohmann::json::parse(read_text(path));
+    return nlohmann::json::parse(read_whole_file(path, "scale output", 1));
   } catch (const nlohmann::json::exception& e) {
     throw UserError(path + ": not valid JSON (" + e.what() + ")", 1);
   }

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/check.h"
 #include "core/atomic_file.h"
+#include "core/read_file.h"
 #include "detection/coco_eval.h"
 #include "detection/coco_json.h"
 #include "translation/bleu.h"
@@ -60,11 +61,7 @@ namespace {
 // The lines of a UTF-8 text file as sacreBLEU reads them: split at "\n" only (a "\r" stays and is
 // stripped as trailing whitespace), no empty last line after a final newline.
 std::vector<std::string> read_utf8_lines(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UserError(std::string(what) + " " + path + ": cannot be opened", kExitUsage);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_whole_file(path, what, kExitUsage);
   std::vector<std::string> lines;
   size_t pos = 0;
   while (pos < text.size()) {

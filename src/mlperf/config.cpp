@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/read_file.h"
 
 namespace mlpd {
 namespace {
@@ -291,9 +292,7 @@ nlohmann::json resolve_config(const std::string& defaults_yaml, const std::strin
       throw UserError("config file " + config_file + " is larger than " + std::to_string(kMaxConfigBytes / 1024) +
                           " KiB: a config is a short map of hyperparameters",
                       kConfigExit);
-    std::ifstream in(config_file, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) throw UserError("cannot read config file " + config_file, kConfigExit);
+    const std::string text = read_whole_file(config_file, "config file", kConfigExit);
     const std::string where = "config file " + config_file;
     YAML::Node cfg = load_one_document(text, where, kConfigExit);
     if (!cfg.IsNull()) {

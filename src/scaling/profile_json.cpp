@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/read_file.h"
 
 namespace mlpd::scaling {
 
@@ -217,13 +218,10 @@ ScaleFile scale_file_from_json(const json& j, const std::string& where) {
 }
 
 ScaleFile read_scale_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UserError("--profile " + path + ": cannot be opened", 2);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_whole_file(path, "--profile");
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw UserError("--profile " + path + ": not valid JSON (" + e.what() + ")", 2);
   }

@@ -9,6 +9,7 @@
 #include "comm/collectives.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/read_file.h"
 #include "core/serialize.h"
 
 namespace mlpd {
@@ -36,14 +37,6 @@ struct CheckpointFile {
 
 std::string rank_file(const std::string& step_dir, int rank) {
   return step_dir + "/rank_" + std::to_string(rank) + ".ckpt";
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("checkpoint: cannot read " + path, 2);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return std::move(s).str();
 }
 
 }  // namespace
@@ -96,14 +89,14 @@ std::string save_checkpoint(const World& w, const std::string& dir, const Checkp
 
 TrainPosition load_checkpoint(const World& w, const std::string& dir, const CheckpointKey& key, Workload& wl,
                               Optimizer& opt) {
-  std::string latest = read_all(dir + "/latest");
+  std::string latest = read_whole_file(dir + "/latest", "checkpoint");
   while (!latest.empty() && (latest.back() == '\n' || latest.back() == '\r')) latest.pop_back();
   if (latest.rfind("step_", 0) != 0 || latest.find('/') != std::string::npos)
     throw UserError("checkpoint: " + dir + "/latest does not name a checkpoint", 2);
   const std::string path = rank_file(dir + "/" + latest, w.rank);
   CheckpointFile f;
   try {
-    f = from_bytes<CheckpointFile>(read_all(path));
+    f = from_bytes<CheckpointFile>(read_whole_file(path, "checkpoint"));
   } catch (const UserError& e) {
     throw UserError("checkpoint " + path + ": " + e.what(), 2);
   }

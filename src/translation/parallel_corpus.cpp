@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "core/check.h"
+#include "core/read_file.h"
 
 namespace mlpd {
 
@@ -31,14 +32,6 @@ std::vector<std::string_view> split_at(std::string_view s, std::string_view sep)
     out.push_back(s.substr(0, p));
     s.remove_prefix(p + sep.size());
   }
-}
-
-std::string read_whole_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open " + what, 2);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw UserError(path + ": read error in " + what, 2);
-  return text;
 }
 
 std::vector<std::string_view> lines_of(std::string_view text) {
