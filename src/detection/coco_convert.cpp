@@ -18,6 +18,7 @@
 #include "datasets/layout.h"
 #include "detection/coco_json.h"
 #include "detection/detection_data.h"
+#include "detection/resize.h"
 
 namespace mlpd {
 
@@ -60,26 +61,6 @@ std::vector<uint8_t> decode_jpeg(Jpeg& jpeg, const std::string& path, int& w, in
   if (tjDecompress2(jpeg.h, bytes.data(), (unsigned long)bytes.size(), rgb.data(), w, 0, h, TJPF_RGB, 0) != 0)
     bad(path, std::string("corrupt JPEG: ") + tjGetErrorStr2(jpeg.h));
   return rgb;
-}
-
-std::vector<uint8_t> resize_bilinear(const std::vector<uint8_t>& src, int sw, int sh, int c, int s) {
-  std::vector<uint8_t> out(size_t(s) * s * c);
-  for (int y = 0; y < s; ++y) {
-    const double fy = std::clamp((y + 0.5) * sh / s - 0.5, 0.0, double(sh - 1));
-    const int y0 = int(fy), y1 = std::min(y0 + 1, sh - 1);
-    const double ay = fy - y0;
-    for (int x = 0; x < s; ++x) {
-      const double fx = std::clamp((x + 0.5) * sw / s - 0.5, 0.0, double(sw - 1));
-      const int x0 = int(fx), x1 = std::min(x0 + 1, sw - 1);
-      const double ax = fx - x0;
-      for (int k = 0; k < c; ++k) {
-        auto p = [&](int yy, int xx) { return double(src[(size_t(yy) * sw + xx) * c + k]); };
-        const double v = (1 - ay) * ((1 - ax) * p(y0, x0) + ax * p(y0, x1)) + ay * ((1 - ax) * p(y1, x0) + ax * p(y1, x1));
-        out[(size_t(y) * s + x) * c + k] = uint8_t(std::lround(std::clamp(v, 0.0, 255.0)));
-      }
-    }
-  }
-  return out;
 }
 
 Rle resize_mask(const Rle& m, int s) {
@@ -161,7 +142,7 @@ std::pair<int64_t, int64_t> convert_split(DetectionWriter& out, const char* name
       inst.push_back(std::move(d));
     }
     instances += int64_t(inst.size());
-    out.add_image(id, resize_bilinear(rgb, w, h, 3, S).data(), inst);
+    out.add_image(id, resize_bilinear_u8(rgb.data(), h, w, 3, S, S).data(), inst);
     if ((i + 1) % 5000 == 0) spdlog::info("prepare --coco: {} {}/{} images", name, i + 1, images.size());
   }
   return {int64_t(images.size()), instances};

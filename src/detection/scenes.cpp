@@ -8,6 +8,7 @@
 #include "core/rng.h"
 #include "datasets/fashion_mnist.h"
 #include "detection/detection_data.h"
+#include "detection/resize.h"
 
 namespace mlpd {
 
@@ -20,25 +21,6 @@ struct Placed {
   int label;         // 0..9
   std::vector<uint8_t> pixels;  // [h, w]
 };
-
-// Bilinear resize of a 28x28 item to w x h (pixel centres aligned).
-std::vector<uint8_t> resize_item(const uint8_t* src, int sh, int sw, int h, int w) {
-  std::vector<uint8_t> out(size_t(h) * w);
-  for (int y = 0; y < h; ++y) {
-    const double fy = std::clamp((y + 0.5) * sh / h - 0.5, 0.0, double(sh - 1));
-    const int y0 = int(fy), y1 = std::min(y0 + 1, sh - 1);
-    const double ay = fy - y0;
-    for (int x = 0; x < w; ++x) {
-      const double fx = std::clamp((x + 0.5) * sw / w - 0.5, 0.0, double(sw - 1));
-      const int x0 = int(fx), x1 = std::min(x0 + 1, sw - 1);
-      const double ax = fx - x0;
-      const double v = (1 - ay) * ((1 - ax) * src[y0 * sw + x0] + ax * src[y0 * sw + x1]) +
-                       ay * ((1 - ax) * src[y1 * sw + x0] + ax * src[y1 * sw + x1]);
-      out[size_t(y) * w + x] = uint8_t(std::lround(std::clamp(v, 0.0, 255.0)));
-    }
-  }
-  return out;
-}
 
 double box_iou(const Placed& a, const Placed& b) {
   const int iw = std::max(0, std::min(a.x0 + a.w, b.x0 + b.w) - std::max(a.x0, b.x0));
@@ -73,7 +55,7 @@ void compose_scene(const SceneOptions& o, const FashionMnistItems& items, uint64
       for (const Placed& q : placed) ok = ok && box_iou(p, q) <= o.max_iou;
       if (!ok) continue;
       p.label = items.labels[size_t(item)];
-      p.pixels = resize_item(items.images.data() + size_t(item) * items.rows * items.cols, items.rows, items.cols,
+      p.pixels = resize_bilinear_u8(items.images.data() + size_t(item) * items.rows * items.cols, items.rows, items.cols, 1,
                              p.h, p.w);
       placed.push_back(std::move(p));
       break;
