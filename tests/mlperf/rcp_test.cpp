@@ -157,13 +157,17 @@ TEST(Rcp, registered_rcps_are_ascending_and_cited) {
           EXPECT_LT(s.rcps[i - 1].global_batch, s.rcps[i].global_batch) << name << " " << s.name;
         }
       }
-      // A mini scale has calibrated RCPs (resnet one, ncf three) or none yet (gnmt, transformer:
-      // their READMEs say so, and `check` on a folder reports the RCP test as not applicable).
+      // A mini scale has calibrated RCPs (resnet one, ncf three, transformer one) or none yet (gnmt:
+      // its README says so, and `check` on a folder reports the RCP test as not applicable).
       if (s.name == "mini" && name == "resnet") {
         EXPECT_EQ(s.rcps.size(), 1u) << name;
       }
       if (s.name == "mini" && name == "ncf") {
         EXPECT_EQ(s.rcps.size(), 3u) << name;
+      }
+      if (s.name == "mini" && name == "transformer") {
+        EXPECT_EQ(s.rcps.size(), 1u) << name;
+        EXPECT_EQ(s.rcps[0].epochs.size(), 10u) << name;
       }
       // Each mini point's own runs pass the RCP test at that point.
       if (s.name == "mini") {

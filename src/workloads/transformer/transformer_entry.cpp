@@ -39,6 +39,9 @@ WorkloadEntry make_entry() {
       {"mini", kTransformerMiniDefaults, 0.035, 16522, 1138, "mlperf-dist mini (trans-de-en cased BLEU 3.5, calibrated)", 10, {}},
       {"reference", kTransformerReferenceDefaults, 0.25, 0, 0, "MLPerf v0.7 Transformer (WMT17 En-De BLEU 25.0)", 10, {}},
   };
+  // Mini RCP: epochs to BLEU 3.5 of the embedded config, seeds 1-10 at 2 ranks. MLPerf has no
+  // Transformer RCPs in v0.7, so none is invented for the reference scale.
+  s.scales[0].rcps = {{64, {8, 7, 7, 8, 9, 8, 8, 7, 7, 8}, "src/workloads/transformer/README.md (10 seeds, 2 ranks)"}};
   s.rules = {
       {"*", "transformer.opt_name_adam_or_lazy_adam", {kOptName}, RuleKind::OneOf, {}, {kAdam, kLazyAdam}, {}, true, kV07},
       {"*", "transformer.adam_epsilon_1e-9", {kOptAdamEpsilon}, RuleKind::Equals, {1e-9}, {}, {}, true, kV07},
