@@ -36,7 +36,7 @@ struct TinyModel {
     spec.label_smoothing = label_smoothing;
     spec.limits.max_batch = 3;
     spec.limits.max_src_len = 4;
-    spec.limits.max_tgt_len = 4;
+    spec.limits.max_tgt_len = 6;
     spec.limits.max_eval_batch = 3;
     spec.limits.max_beam = 2;
     spec.limits.max_decode_len = 6;
@@ -264,6 +264,39 @@ TEST(GnmtModel, DecodingAgreesWithTeacherForcingAtSteps0And1) {
         const double l_tok = -lp0[size_t(r * V + tok)];
         EXPECT_NEAR(-lp1[size_t(r * V + y)], l01 - l_tok, 1e-4 * (1.0 + l01)) << "row " << r << " token " << y;
       }
+    }
+  }
+}
+
+// Every step of every sentence: three sources of different lengths decoded together along their
+// own 5-token targets (max_decode_len 6), each step's log-probabilities equal to the difference of
+// the teacher-forced losses of the prefixes one token apart.
+TEST(GnmtModel, DecodingAgreesWithTeacherForcingAtEveryStep) {
+  TinyModel m(0.0f, 3, 0.0f, 4.0f);
+  const TranslationBatch src = tiny_batch();
+  const int rows = 3, V = kVocab, steps = 5;
+  const std::vector<std::vector<int32_t>> targets{{7, 3, 9, 4, 6}, {5, 5, 8, 10, 3}, {6, 9, 4, 7, 8}};
+  m.model->begin_decode(m.store, src, 1);
+  std::vector<float> lp(size_t(rows * V));
+  std::vector<int32_t> last(rows, kBosToken), parents{0, 1, 2};
+  for (int t = 0; t < steps; ++t) {
+    m.model->decode_step(m.store, t, last.data(), parents.data(), rows, lp.data());
+    for (int r = 0; r < rows; ++r) {
+      const int len = src.src_lengths[size_t(r)];
+      const std::vector<int32_t> s(src.src.begin() + r * src.src_len, src.src.begin() + r * src.src_len + len);
+      const std::vector<int32_t>& y = targets[size_t(r)];
+      std::vector<int32_t> in{kBosToken};
+      in.insert(in.end(), y.begin(), y.begin() + t);
+      const std::vector<int32_t> prefix(y.begin(), y.begin() + t);
+      const double before = t == 0 ? 0.0 : m.loss(forced(s, {in.begin(), in.end() - 1}, prefix));
+      for (int32_t next : {y[size_t(t)], int32_t(2)}) {
+        std::vector<int32_t> out = prefix;
+        out.push_back(next);
+        const double step_loss = m.loss(forced(s, in, out)) - before;
+        EXPECT_NEAR(-lp[size_t(r * V + next)], step_loss, 1e-4 * (1.0 + std::fabs(step_loss)))
+            << "row " << r << " step " << t << " token " << next;
+      }
+      last[size_t(r)] = y[size_t(t)];
     }
   }
 }

@@ -1,0 +1,111 @@
+// Mask R-CNN's networks (the box logic between them is rcnn_boxes.h, on the host): a ResNet
+// backbone giving one feature map, the RPN head on it, and on RoIs pooled from it by RoIAlign the
+// box head and the mask head. NHWC throughout.
+//   backbone   ResNet stem + stages (batch norm), one feature map [n, fh, fw, C] at `stride`
+//   rpn        3x3 conv C->C + bias + ReLU, then per cell a linear C->A (objectness logits) and
+//              C->4A (box deltas): outputs [n, fh*fw*A] and [n, fh*fw*A, 4] in the anchors' order
+//   box head   RoIAlign box_pool x box_pool -> fc6 (ReLU) -> fc7 (ReLU) -> class logits [R, classes]
+//              and class-specific deltas [R, classes*4]
+//   mask head  RoIAlign mask_pool x mask_pool -> mask_convs x (3x3 conv + bias + ReLU) -> 2x2/2
+//              transposed conv + bias + ReLU -> per-pixel linear to `classes` logits: [R, M, M,
+//              classes], M = 2 * mask_pool; the loss reads the RoI's own class channel
+// RoIAlign: sampling ratio `sampling_ratio`, aligned false (MLPerf v0.7's maskrcnn-benchmark).
+// Biases of convolutions are added as a rank-1 GEMM with a vector of ones (and reduced back the
+// same way), so that the heads use only the ops both devices have.
+// Where it differs from MLPerf's reference R-50-FPN: one feature level (no FPN, so no level
+// assignment of RoIs); the reference's frozen first stage and frozen batch norm are trained here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/param_store.h"
+#include "kernels/device.h"
+#include "workloads/maskrcnn/rcnn_boxes.h"
+
+namespace mlpd {
+
+struct MaskRcnnStage {
+  int channels = 0, blocks = 1, stride = 1;  // the first block carries the stride
+};
+
+struct MaskRcnnSpec {
+  std::string variant = "maskrcnn_mini";
+  int in_h = 96, in_w = 96, in_c = 1;
+  int classes = 11;  // background included (index 0)
+  int stem_channels = 16, stem_kernel = 3, stem_stride = 2;
+  bool stem_maxpool = false;
+  bool bottleneck = false;  // bottleneck blocks (ResNet-50) instead of basic ones
+  std::vector<MaskRcnnStage> stages;
+  AnchorSpec anchors;       // anchors.stride == the backbone's stride
+  int box_pool = 7, box_fc = 256;
+  int mask_pool = 14, mask_channels = 32, mask_convs = 2;
+  int sampling_ratio = 2;
+  int max_batch = 8;        // images per forward
+  int max_rois = 512;       // box-head rows per forward
+  int max_masks = 128;      // mask-head rows per forward
+  float bn_momentum = 0.9f, bn_eps = 1e-5f;
+  Device device = Device::cpu;
+};
+
+// "maskrcnn_mini" (96x96 scenes: stride 8, 12x12x64) and "maskrcnn_r50" (ResNet-50 through
+// layer3, stride 16, for the reference-scale build check); UserError for an unknown name.
+MaskRcnnSpec maskrcnn_spec(const std::string& variant, int in_h, int in_w, int in_c, int classes, int max_batch,
+                           int max_rois, int max_masks);
+
+struct MaskRcnn;  // opaque
+
+std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& store);
+void init_maskrcnn(MaskRcnn& net, ParamStore& store, uint64_t seed);
+size_t maskrcnn_arena_bytes(const MaskRcnn& net);
+const MaskRcnnSpec& maskrcnn_spec_of(const MaskRcnn& net);
+int maskrcnn_feature_h(const MaskRcnn& net);
+int maskrcnn_feature_w(const MaskRcnn& net);
+// One image's anchors, host [fh*fw*A, 4] pixels.
+const std::vector<float>& maskrcnn_anchors(const MaskRcnn& net);
+int maskrcnn_mask_size(const MaskRcnn& net);  // M
+
+// x: [n, in_h, in_w, in_c] in HOST memory. Outputs on the device, valid until the next forward.
+struct RpnOutputs {
+  const float* objectness = nullptr;  // [n, fh*fw*A]
+  const float* deltas = nullptr;      // [n, fh*fw*A, 4]
+};
+RpnOutputs maskrcnn_rpn_forward(MaskRcnn& net, ParamStore& store, Arena& arena, const float* x, int n, bool train);
+// rois: HOST [R, 5] (image index in the batch, x1, y1, x2, y2 in input pixels). On the device:
+struct BoxHeadOutputs {
+  const float* cls_logits = nullptr;  // [R, classes]
+  const float* deltas = nullptr;      // [R, classes * 4]
+};
+BoxHeadOutputs maskrcnn_box_forward(MaskRcnn& net, ParamStore& store, Arena& arena, const float* rois, int num_rois);
+// Mask logits of every class, on the device [R, M, M, classes].
+const float* maskrcnn_mask_forward(MaskRcnn& net, ParamStore& store, Arena& arena, const float* rois, int num_rois);
+
+// Gradients (device) of the last train-mode forwards: RPN outputs of the same n, box-head outputs
+// of its last call, mask logits of its last call (num_masks 0: no mask head this step). ADDS the
+// parameter gradients; ready(view) once per view in reverse registration order.
+struct MaskRcnnGrads {
+  const float* objectness = nullptr;
+  const float* rpn_deltas = nullptr;
+  const float* cls_logits = nullptr;
+  const float* box_deltas = nullptr;
+  const float* mask_logits = nullptr;
+};
+void maskrcnn_backward(MaskRcnn& net, ParamStore& store, Arena& arena, const MaskRcnnGrads& g,
+                       const std::function<void(size_t)>& ready);
+
+std::string maskrcnn_summary(const MaskRcnn& net);
+// Forward FLOPs (2 * multiply-adds) of one image through backbone and RPN, and per RoI of each head.
+double maskrcnn_backbone_flops(const MaskRcnn& net);
+double maskrcnn_box_flops_per_roi(const MaskRcnn& net);
+double maskrcnn_mask_flops_per_roi(const MaskRcnn& net);
+
+}  // namespace mlpd
+
+template <>
+struct std::default_delete<mlpd::MaskRcnn> {
+  void operator()(mlpd::MaskRcnn* p) const;
+};
