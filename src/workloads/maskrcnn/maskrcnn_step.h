@@ -1,0 +1,64 @@
+// One training forward/backward of Mask R-CNN: the networks (maskrcnn_model.h) and the host box
+// logic between them (rcnn_boxes.h) composed as the references train: RPN targets and loss,
+// proposals from the RPN's current outputs (no gradient through them), RoIs sampled from the
+// proposals plus the ground truth, box head loss (softmax cross-entropy averaged over the image's
+// RoIs, smooth-L1 of the foreground's class deltas), mask head loss (per-pixel binary
+// cross-entropy of the RoI's own class channel against the mask target, averaged over the image's
+// foreground RoIs and pixels).
+// Normalisation: every loss is per image as above, summed over the images, and the gradients are
+// scaled by grad_scale (the workload passes 1 / global batch): the references average over the
+// whole batch at once, which is the same where every image samples the same RoI count.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/param_store.h"
+#include "workloads/maskrcnn/maskrcnn_model.h"
+#include "workloads/maskrcnn/rcnn_boxes.h"
+
+namespace mlpd {
+
+struct MaskRcnnTrainSpec {
+  RpnTargetSpec rpn;
+  ProposalSpec proposals;  // training proposals (maskrcnn-benchmark: 2000 per image; ours smaller)
+  RoiSampleSpec rois;
+  uint64_t seed = 1;
+};
+
+// One image's ground truth, in input pixels: boxes [count, 4] (x1, y1, x2, y2), labels 1..K,
+// masks[i] a dense [in_h, in_w] 0/1 mask of instance i.
+struct ImageTargets {
+  std::vector<float> boxes;
+  std::vector<int32_t> labels;
+  std::vector<const uint8_t*> masks;
+  int count() const { return static_cast<int>(labels.size()); }
+};
+
+struct MaskRcnnLosses {
+  double rpn_objectness = 0, rpn_box = 0, classifier = 0, box = 0, mask = 0;
+  int rois = 0, masks = 0;  // rows through each head
+  double total() const { return rpn_objectness + rpn_box + classifier + box + mask; }
+};
+
+// Host and device buffers of the step, sized for the model's limits.
+struct MaskRcnnStepBuffers {
+  DeviceBuffers device;
+  float *dobjectness = nullptr, *drpn_deltas = nullptr, *dcls = nullptr, *dbox = nullptr, *dmask = nullptr;
+  std::vector<float> objectness, rpn_deltas, cls, box, mask_logits;           // host copies of outputs
+  std::vector<float> h_dobjectness, h_drpn_deltas, h_dcls, h_dbox, h_dmask;    // host gradients
+  std::vector<float> rois, mask_rois;                                          // [R, 5]
+};
+MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net);
+
+// Forward and backward of n images x (host [n, in_h, in_w, in_c]) against their targets; `key`
+// numbers the batch's images for the sampling (image i draws with key + i). Adds the gradients;
+// ready as maskrcnn_backward. Foreground RoIs beyond the model's max_masks are left out of the mask
+// loss (the first ones of each image kept, an equal share per image).
+MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& arena, MaskRcnnStepBuffers& b,
+                                    const MaskRcnnTrainSpec& spec, const float* x, int n,
+                                    const std::vector<ImageTargets>& targets, uint64_t key, float grad_scale,
+                                    const std::function<void(size_t)>& ready);
+
+}  // namespace mlpd
