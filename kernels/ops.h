@@ -49,4 +49,9 @@ struct AdditiveAttentionDims {
 
 #include "kernels/op_signatures.inc"  // IWYU pragma: export
 
+// IoU of two (x1, y1, x2, y2) boxes, 0 where the union is not positive: the one every detection op
+// decides with (kernels/cpu/detection.cpp, without fused multiply-adds), for host code that must
+// decide the same way (Mask R-CNN's matching before the NMS op).
+float box_iou(const float* a, const float* b);
+
 }  // namespace mlpd

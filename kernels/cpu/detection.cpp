@@ -25,10 +25,9 @@
 
 namespace mlpd {
 
-namespace {
-
-// IoU of two (x1, y1, x2, y2) boxes; 0 where the union is not positive. The CUDA ops repeat it.
-inline float box_iou(const float* a, const float* b) {
+// Declared in kernels/ops.h; the CUDA ops repeat it. Defined here, under this file's no-contraction
+// pragma, so that every caller gets the same bits.
+float box_iou(const float* a, const float* b) {
   const float iw = std::max(0.0f, std::min(a[2], b[2]) - std::max(a[0], b[0]));
   const float ih = std::max(0.0f, std::min(a[3], b[3]) - std::max(a[1], b[1]));
   const float inter = iw * ih;
@@ -37,6 +36,8 @@ inline float box_iou(const float* a, const float* b) {
   const float uni = area_a + area_b - inter;
   return uni > 0.0f ? inter / uni : 0.0f;
 }
+
+namespace {
 
 // A prior (cx, cy, w, h) as corners.
 inline void prior_corners(const float* p, float* box) {

@@ -1,8 +1,9 @@
 // The host-side box logic of Mask R-CNN; the contract of every function is in rcnn_boxes.h.
 //
-// No fused multiply-adds here (as in kernels/cpu/detection.cpp): box_iou then gives the same bits as
-// the NMS kernel's IoU, so a box matched here at IoU t is suppressed there at exactly the same t, and
-// a ground-truth box appended to the RoIs has IoU exactly 1 with itself.
+// No fused multiply-adds here (as in kernels/cpu/detection.cpp, whose box_iou this file uses, so a
+// box matched here at IoU t is suppressed by the NMS op at exactly the same t, and a ground-truth
+// box appended to the RoIs has IoU exactly 1 with itself): the box coder's arithmetic stays as
+// written.
 #pragma GCC optimize("fp-contract=off")
 #ifdef __clang__
 #pragma clang fp contract(off)
@@ -167,16 +168,6 @@ void decode_box(const float* ref, const float* delta, const BoxWeights& w, float
 }
 
 // The same operations in the same order as the NMS kernel's (kernels/cpu/detection.cpp).
-float box_iou(const float* a, const float* b) {
-  const float iw = std::max(0.0f, std::min(a[2], b[2]) - std::max(a[0], b[0]));
-  const float ih = std::max(0.0f, std::min(a[3], b[3]) - std::max(a[1], b[1]));
-  const float inter = iw * ih;
-  const float area_a = (a[2] - a[0]) * (a[3] - a[1]);
-  const float area_b = (b[2] - b[0]) * (b[3] - b[1]);
-  const float uni = area_a + area_b - inter;
-  return uni > 0.0f ? inter / uni : 0.0f;
-}
-
 void clip_box(float* box, int img_h, int img_w) {
   box[0] = std::clamp(box[0], 0.0f, float(img_w));
   box[1] = std::clamp(box[1], 0.0f, float(img_h));

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/ops.h"
+
 namespace mlpd {
 
 // ---- Anchors: per feature-map cell, one box per (ratio, size) pair, ratio-major (a = r * sizes +
@@ -34,8 +36,7 @@ inline constexpr BoxWeights kRpnBoxWeights{1, 1, 1, 1};
 inline constexpr BoxWeights kRoiBoxWeights{10, 10, 5, 5};
 void encode_box(const float* ref, const float* target, const BoxWeights& w, float* delta);
 void decode_box(const float* ref, const float* delta, const BoxWeights& w, float* box);
-// Intersection over union; 0 when the union is empty.
-float box_iou(const float* a, const float* b);
+// Intersection over union: box_iou of kernels/ops.h, the one the NMS and SSD ops use.
 // Clips to [0, img_w] x [0, img_h].
 void clip_box(float* box, int img_h, int img_w);
 
