@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "detection/rle.h"
+#include "workloads/maskrcnn/maskrcnn_infer.h"
 #include "workloads/maskrcnn/maskrcnn_step.h"
 
 using namespace mlpd;
@@ -138,3 +140,32 @@ TEST(MaskRcnnStep, SameKeySameGradients) {
 }
 
 }  // namespace
+
+// After the toy training, inference finds each object: a detection of the right class with box IoU
+// >= 0.5 and mask IoU >= 0.5 against the ground truth.
+TEST(MaskRcnnStep, InferenceAfterTrainingFindsTheObjects) {
+  Toy t;
+  const Scene s = toy_scenes(4, 9);
+  for (int it = 0; it < 150; ++it) t.step(s, uint64_t(it) * 4, 0.05f);
+  MaskRcnnInferSpec spec;
+  spec.proposals.pre_nms_topk = 200;
+  spec.proposals.post_nms_topk = 20;
+  const std::vector<ImageDetections> d = maskrcnn_infer_batch(*t.net, t.store, t.arena, spec, s.x.data(), 4);
+  ASSERT_EQ(d.size(), 4u);
+  size_t k = 0;
+  for (int i = 0; i < 4; ++i) {
+    const ImageTargets& gt = s.targets[size_t(i)];
+    ASSERT_EQ(d[size_t(i)].masks.size(), size_t(d[size_t(i)].boxes.count()));
+    for (int o = 0; o < gt.count(); ++o, ++k) {
+      const Rle gm = rle_encode(s.masks[k].data(), kSize, kSize);
+      double best_box = 0, best_mask = 0;
+      for (int j = 0; j < d[size_t(i)].boxes.count(); ++j) {
+        if (d[size_t(i)].boxes.labels[size_t(j)] != gt.labels[size_t(o)]) continue;
+        best_box = std::max<double>(best_box, box_iou(d[size_t(i)].boxes.boxes.data() + j * 4, gt.boxes.data() + o * 4));
+        best_mask = std::max(best_mask, rle_iou(d[size_t(i)].masks[size_t(j)], gm, false));
+      }
+      EXPECT_GE(best_box, 0.5) << "image " << i << " object " << o;
+      EXPECT_GE(best_mask, 0.5) << "image " << i << " object " << o;
+    }
+  }
+}

@@ -1,0 +1,85 @@
+#include "workloads/maskrcnn/maskrcnn_infer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+
+namespace mlpd {
+
+std::vector<ImageDetections> maskrcnn_infer_batch(MaskRcnn& net, ParamStore& store, Arena& arena,
+                                                  const MaskRcnnInferSpec& spec, const float* x, int n) {
+  const MaskRcnnSpec& sp = maskrcnn_spec_of(net);
+  const Device dev = sp.device;
+  const int H = sp.in_h, W = sp.in_w, C = sp.classes, M = maskrcnn_mask_size(net);
+  const std::vector<float>& anchors = maskrcnn_anchors(net);
+  const int AN = static_cast<int>(anchors.size() / 4);
+  std::vector<ImageDetections> out(static_cast<size_t>(n));
+
+  arena_reset(arena);
+  const RpnOutputs rpn = maskrcnn_rpn_forward(net, store, arena, x, n, false);
+  std::vector<float> obj(size_t(n) * AN), del(size_t(n) * AN * 4);
+  copy_to_host(dev, obj.data(), rpn.objectness, sizeof(float) * obj.size());
+  copy_to_host(dev, del.data(), rpn.deltas, sizeof(float) * del.size());
+  // Box head on every image's proposals, as many as max_rois holds.
+  std::vector<float> rois;
+  std::vector<int> first(static_cast<size_t>(n) + 1, 0);
+  for (int i = 0; i < n; ++i) {
+    const Proposals p = make_proposals(spec.proposals, anchors.data(), obj.data() + size_t(i) * AN,
+                                       del.data() + size_t(i) * AN * 4, AN, H, W);
+    const int keep = std::min(p.count(), sp.max_rois - static_cast<int>(rois.size() / 5));
+    for (int r = 0; r < keep; ++r) {
+      rois.push_back(float(i));
+      rois.insert(rois.end(), p.boxes.begin() + r * 4, p.boxes.begin() + r * 4 + 4);
+    }
+    first[size_t(i) + 1] = static_cast<int>(rois.size() / 5);
+  }
+  const int R = static_cast<int>(rois.size() / 5);
+  if (R == 0) return out;
+  const BoxHeadOutputs bo = maskrcnn_box_forward(net, store, arena, rois.data(), R);
+  std::vector<float> cls(size_t(R) * C), box(size_t(R) * C * 4);
+  copy_to_host(dev, cls.data(), bo.cls_logits, sizeof(float) * cls.size());
+  copy_to_host(dev, box.data(), bo.deltas, sizeof(float) * box.size());
+  std::vector<float> corners(size_t(R) * 4);
+  for (int r = 0; r < R; ++r) std::copy_n(rois.begin() + r * 5 + 1, 4, corners.begin() + r * 4);
+  std::vector<float> mask_rois;
+  for (int i = 0; i < n; ++i) {
+    const int b = first[size_t(i)], k = first[size_t(i) + 1] - b;
+    if (k == 0) continue;
+    out[size_t(i)].boxes = detect_boxes(spec.detect, corners.data() + size_t(b) * 4, cls.data() + size_t(b) * C,
+                                        box.data() + size_t(b) * C * 4, k, C, H, W);
+    Detections& d = out[size_t(i)].boxes;
+    const int room = sp.max_masks - static_cast<int>(mask_rois.size() / 5);
+    if (d.count() > room) {  // keep the highest-scoring ones (detect_boxes sorts by score)
+      d.boxes.resize(size_t(std::max(room, 0)) * 4);
+      d.scores.resize(size_t(std::max(room, 0)));
+      d.labels.resize(size_t(std::max(room, 0)));
+    }
+    for (int j = 0; j < d.count(); ++j) {
+      mask_rois.push_back(float(i));
+      mask_rois.insert(mask_rois.end(), d.boxes.begin() + j * 4, d.boxes.begin() + j * 4 + 4);
+    }
+  }
+  const int F = static_cast<int>(mask_rois.size() / 5);
+  if (F == 0) return out;
+  const float* logits = maskrcnn_mask_forward(net, store, arena, mask_rois.data(), F);
+  const size_t MM = size_t(M) * M;
+  std::vector<float> lg(size_t(F) * MM * C), grid(MM);
+  copy_to_host(dev, lg.data(), logits, sizeof(float) * lg.size());
+  std::vector<uint8_t> pasted(size_t(H) * W);
+  int row = 0;
+  for (int i = 0; i < n; ++i) {
+    ImageDetections& d = out[size_t(i)];
+    for (int j = 0; j < d.boxes.count(); ++j, ++row) {
+      const int label = d.boxes.labels[size_t(j)];
+      const float* l = lg.data() + size_t(row) * MM * C;
+      for (size_t p = 0; p < MM; ++p) grid[p] = 1.0f / (1.0f + std::exp(-l[p * C + size_t(label)]));
+      paste_mask(grid.data(), M, d.boxes.boxes.data() + size_t(j) * 4, H, W, spec.mask_threshold, pasted.data());
+      d.masks.push_back(rle_encode(pasted.data(), H, W));
+    }
+  }
+  MLPD_CHECK(row == F, "maskrcnn_infer_batch: mask rows out of step with the detections");
+  return out;
+}
+
+}  // namespace mlpd
