@@ -5,8 +5,11 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "mlperf/rules.h"
 
@@ -20,10 +23,23 @@ struct MetricSpec {
   double max = 1.0;                  //   outside it is an error in `check`
   bool higher_is_better = true;
   std::vector<std::string> secondary;  // reported beside the metric, never a target ("ndcg@10")
+  // A metric of several values logged as one object, each with its own target (Mask R-CNN's
+  // {"BBOX": box AP, "SEGM": mask AP}): parts[0] names the metric itself, parts[i] (i >= 1) the
+  // value secondary[i - 1]. Empty: the metric is one number.
+  std::vector<std::string> parts;
 };
 
 // True when `value` meets `target` in the metric's direction.
 bool metric_reached(const MetricSpec& m, double value, double target);
+// The values of a logged metric: {the number}, or the object's parts in MetricSpec::parts order;
+// nullopt when the value has another form (a number for a metric with parts, an object missing a
+// part or holding a non-number, or the other way round).
+std::optional<std::vector<double>> logged_metric_values(const MetricSpec& m, const nlohmann::json& value);
+// True when values[i] meets targets[i] for every i (both of the same size).
+bool metric_values_reached(const MetricSpec& m, const std::vector<double>& values, const std::vector<double>& targets);
+// What the trainer logs for an evaluation: the number, or the object of parts built from the
+// metric and its secondaries.
+nlohmann::json metric_log_value(const MetricSpec& m, double metric, const std::vector<double>& secondary);
 
 // Reference convergence points: epochs to reach the target with the reference config at one
 // global batch size, one entry per seed (MLPerf's RCPs; ours for the mini scale, calibrated).
@@ -43,7 +59,11 @@ struct ScaleSpec {
   std::string target_source;   // where the target comes from, shown by `rules`
   int result_runs = 5;         // runs a result needs (MLPerf: resnet 5, ncf 50, ...), scored by olympic mean
   std::vector<RcpPoint> rcps;  // by global batch, ascending
+  std::vector<double> more_targets;  // with MetricSpec::parts: the targets of parts[1..]
 };
+// Every target of a scale in MetricSpec::parts order: {target} or {target, more_targets...}; a
+// test target (> 0) replaces each of them.
+std::vector<double> scale_targets(const ScaleSpec& s, double test_target = 0.0);
 
 // Keys a closed-division log trained with `opt_name` must log exactly once, beyond the common ones.
 struct ClosedLogKeys {

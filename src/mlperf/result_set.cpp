@@ -76,11 +76,12 @@ void read_events(const std::string& path, RunRecord& r, const MetricSpec* metric
       r.seed = value.get<uint64_t>();
     } else if (key == keys::kGlobalBatchSize && value.is_number_integer()) {
       r.global_batch = value.get<int64_t>();
-    } else if (metric && key == metric->mllog_key && value.is_number() && t && run_start_ms) {
+    } else if (metric && key == metric->mllog_key && logged_metric_values(*metric, value) && t && run_start_ms) {
       EvalPoint p;
       p.seconds = (*t - *run_start_ms) / 1000.0;
       p.epoch = number_at(meta, "epoch_num").value_or(0.0);
-      p.value = value.get<double>();
+      p.values = *logged_metric_values(*metric, value);
+      p.value = p.values[0];
       r.evals.push_back(p);
     } else if (key == keys::kMlpdRunSummary && value.is_object()) {
       RunStats s;
@@ -128,14 +129,21 @@ RunRecord read_run(const std::string& path, const BenchmarkLookup& lookup) {
   r.index = result_index(fs::path(path));
   r.check = check_result_file(path, lookup);
   const BenchmarkSpec* spec = r.check.benchmark.empty() ? nullptr : lookup(r.check.benchmark);
+  const ScaleSpec* scale = nullptr;
   if (spec) {
     for (const ScaleSpec& s : spec->scales)
-      if (s.name == (r.check.scale.empty() ? "reference" : r.check.scale)) r.target = s.target;
+      if (s.name == (r.check.scale.empty() ? "reference" : r.check.scale)) {
+        r.target = s.target;
+        scale = &s;
+      }
   }
   read_events(path, r, spec ? &spec->metric : nullptr);
+  // Every part's target; a test target (read from the log into r.target) replaces them all.
+  std::vector<double> targets = scale ? scale_targets(*scale) : std::vector<double>{r.target};
+  if (scale && r.target != scale->target) std::fill(targets.begin(), targets.end(), r.target);
   if (spec) {
     for (const EvalPoint& p : r.evals)
-      if (metric_reached(spec->metric, p.value, r.target)) {
+      if (metric_values_reached(spec->metric, p.values, targets)) {
         r.epochs_to_target = p.epoch;
         break;
       }

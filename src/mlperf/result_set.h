@@ -16,7 +16,8 @@ namespace mlpd {
 struct EvalPoint {
   double seconds = 0.0;  // since run_start
   double epoch = 0.0;    // the eval's epoch_num
-  double value = 0.0;    // the metric (eval_accuracy)
+  double value = 0.0;    // the metric (eval_accuracy; with parts, the first)
+  std::vector<double> values;  // every part (the metric alone without parts)
 };
 
 // What a run reports beside the MLLOG keys (the mlperf_dist_run_summary event, logged just before

@@ -207,6 +207,43 @@ bool metric_reached(const MetricSpec& m, double value, double target) {
   return m.higher_is_better ? value >= target : value <= target;
 }
 
+std::optional<std::vector<double>> logged_metric_values(const MetricSpec& m, const nlohmann::json& value) {
+  if (m.parts.empty()) {
+    if (!value.is_number() || value.is_boolean()) return std::nullopt;
+    return std::vector<double>{value.get<double>()};
+  }
+  if (!value.is_object() || value.size() != m.parts.size()) return std::nullopt;
+  std::vector<double> out;
+  for (const std::string& p : m.parts) {
+    auto it = value.find(p);
+    if (it == value.end() || !it->is_number() || it->is_boolean()) return std::nullopt;
+    out.push_back(it->get<double>());
+  }
+  return out;
+}
+
+bool metric_values_reached(const MetricSpec& m, const std::vector<double>& values, const std::vector<double>& targets) {
+  if (values.size() != targets.size() || values.empty()) return false;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!metric_reached(m, values[i], targets[i])) return false;
+  return true;
+}
+
+nlohmann::json metric_log_value(const MetricSpec& m, double metric, const std::vector<double>& secondary) {
+  if (m.parts.empty()) return metric;
+  nlohmann::json v = nlohmann::json::object();
+  v[m.parts[0]] = metric;
+  for (size_t i = 1; i < m.parts.size(); ++i) v[m.parts[i]] = secondary.at(i - 1);
+  return v;
+}
+
+std::vector<double> scale_targets(const ScaleSpec& s, double test_target) {
+  std::vector<double> t{s.target};
+  t.insert(t.end(), s.more_targets.begin(), s.more_targets.end());
+  if (test_target > 0.0) std::fill(t.begin(), t.end(), test_target);
+  return t;
+}
+
 std::vector<RuleViolation> check_rules(const BenchmarkSpec& b, const std::string& scale,
                                        const nlohmann::json& config, RunShape shape) {
   find_scale(b, scale);
@@ -247,8 +284,16 @@ void enforce_rules(const BenchmarkSpec& b, const std::string& scale, const nlohm
 
 std::string describe_rules(const BenchmarkSpec& b, const std::string& scale) {
   const ScaleSpec& sc = find_scale(b, scale);
+  const char* dir = b.metric.higher_is_better ? ">= " : "<= ";
+  std::string target_text = dir + num_text(sc.target);
+  if (!b.metric.parts.empty()) {
+    const std::vector<double> t = scale_targets(sc);
+    target_text.clear();
+    for (size_t i = 0; i < b.metric.parts.size() && i < t.size(); ++i)
+      target_text += (i ? " and " : "") + b.metric.parts[i] + " " + dir + num_text(t[i]);
+  }
   std::string out = b.name + " at scale " + scale + ": metric " + b.metric.name + " (" + b.metric.unit + ", " +
-                    (b.metric.higher_is_better ? ">= " : "<= ") + num_text(sc.target) + ", range [" +
+                    target_text + ", range [" +
                     num_text(b.metric.min) + ", " + num_text(b.metric.max) + "]; " + sc.target_source + ")\n";
   for_each_row(b, scale, [&](const RuleRow& r) {
     std::string keys_text;

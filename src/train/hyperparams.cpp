@@ -84,8 +84,8 @@ Hyperparams read_hyperparams(const nlohmann::json& cfg) {
     o.momentum = cfg.at(kOptMomentum).get<float>();
     o.weight_decay = cfg.at(kOptWeightDecay).get<float>();
     s.decay = cfg.at(kLrDecay).get<std::string>();
-    if (s.decay != "poly" && s.decay != "cosine" && s.decay != "step" && s.decay != "ssd")
-      throw UserError("lr_decay = " + s.decay + ": use poly, cosine, step or ssd", 2);
+    if (s.decay != "poly" && s.decay != "cosine" && s.decay != "step" && s.decay != "ssd" && s.decay != "maskrcnn")
+      throw UserError("lr_decay = " + s.decay + ": use poly, cosine, step, ssd or maskrcnn", 2);
     s.base_lr = cfg.at(kOptBaseLearningRate).get<double>();
     if (s.decay == "ssd") {
       // MLPerf's SSD: warmup in steps with an integer factor, then step decay at epoch boundaries.
@@ -94,6 +94,19 @@ Hyperparams read_hyperparams(const nlohmann::json& cfg) {
       s.boundary_epochs = cfg.at(kOptLearningRateDecayBoundaryEpochs).get<std::vector<double>>();
       s.factor = cfg.at(kOptLearningRateDecayFactor).get<double>();
       if (!(s.warmup_factor >= 0.0)) throw UserError("opt_learning_rate_warmup_factor must be >= 0", 2);
+      return h;
+    }
+    if (s.decay == "maskrcnn") {
+      // MLPerf's Mask R-CNN: linear warmup from warmup_factor * base_lr, then decays at steps.
+      s.warmup_steps = non_negative_steps(cfg, kOptLearningRateWarmupSteps);
+      s.warmup_factor = cfg.at(kOptLearningRateWarmupFactor).get<double>();
+      s.boundary_steps = cfg.at(kOptLearningRateDecaySteps).get<std::vector<int64_t>>();
+      s.factor = cfg.at(kOptLearningRateDecayFactor).get<double>();
+      if (!(s.warmup_factor >= 0.0 && s.warmup_factor <= 1.0))
+        throw UserError("opt_learning_rate_warmup_factor must lie in [0, 1]", 2);
+      for (size_t i = 0; i < s.boundary_steps.size(); ++i)
+        if (s.boundary_steps[i] < 0 || (i > 0 && s.boundary_steps[i] <= s.boundary_steps[i - 1]))
+          throw UserError("opt_learning_rate_decay_steps must be increasing steps >= 0", 2);
       return h;
     }
     s.decay_epochs = cfg.at(kLrDecayEpochs).get<double>();
@@ -146,6 +159,13 @@ std::vector<std::pair<std::string, nlohmann::json>> hyperparam_log_entries(const
     log.emplace_back(kOptLearningRateWarmupSteps, s.warmup_steps);
     log.emplace_back(kOptLearningRateWarmupFactor, s.warmup_factor);
     log.emplace_back(kOptLearningRateDecayBoundaryEpochs, s.boundary_epochs);
+    log.emplace_back(kOptLearningRateDecayFactor, s.factor);
+    return log;
+  }
+  if (s.decay == "maskrcnn") {  // closed_maskrcnn.yaml's keys
+    log.emplace_back(kOptLearningRateWarmupSteps, s.warmup_steps);
+    log.emplace_back(kOptLearningRateWarmupFactor, s.warmup_factor);
+    log.emplace_back(kOptLearningRateDecaySteps, s.boundary_steps);
     log.emplace_back(kOptLearningRateDecayFactor, s.factor);
     return log;
   }

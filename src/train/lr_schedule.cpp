@@ -22,6 +22,16 @@ double lr_at(const LrSchedule& s, int64_t step) {
     const int64_t decays = std::min(s.decay_count, (step - s.remain_steps) / std::max<int64_t>(1, s.decay_interval) + 1);
     return s.base_lr * std::pow(s.factor, static_cast<double>(decays));
   }
+  if (s.decay == "maskrcnn") {
+    double lr = s.base_lr;
+    for (int64_t b : s.boundary_steps)
+      if (step >= b) lr *= s.factor;
+    if (step < s.warmup_steps) {
+      const double a = static_cast<double>(step) / static_cast<double>(s.warmup_steps);
+      lr *= s.warmup_factor * (1.0 - a) + a;
+    }
+    return lr;
+  }
   const double spe = static_cast<double>(std::max<int64_t>(1, s.steps_per_epoch));
   if (s.decay == "ssd") {
     const double t = static_cast<double>(step);

@@ -8,7 +8,7 @@
 namespace mlpd {
 
 struct LrSchedule {
-  std::string decay = "cosine";  // "step", "cosine", "poly", "ssd", "inverse_sqrt" or "gnmt"
+  std::string decay = "cosine";  // "step", "cosine", "poly", "ssd", "maskrcnn", "inverse_sqrt" or "gnmt"
   double base_lr = 0.1;
   double end_lr = 0.0;           // cosine and poly end here at total_steps
   double poly_power = 2.0;
@@ -25,8 +25,12 @@ struct LrSchedule {
   //   "ssd": MLPerf's SSD reference: linear warmup over warmup_steps from base_lr*(1 - 2^-f) / ...
   //          (lr = base_lr - (warmup_steps - t) * base_lr / (warmup_steps * 2^f), f = warmup_factor,
   //          an integer >= 0), then `factor` at each of boundary_epochs.
+  //   "maskrcnn": MLPerf's Mask R-CNN reference (maskrcnn-benchmark's WarmupMultiStepLR, linear):
+  //          base_lr * (warmup_factor * (1 - t / warmup_steps) + t / warmup_steps) during the
+  //          warmup, then `factor` at each of boundary_steps (steps, not epochs).
   int64_t warmup_steps = 0;
   double warmup_factor = 0.0;
+  std::vector<int64_t> boundary_steps;
   int64_t remain_steps = 0;
   int64_t decay_interval = 1;
   int64_t decay_count = 0;

@@ -129,6 +129,8 @@ class TrainLoop final : public LoopServices {
             double target, AtomicFile* loss_log, const TrainPosition& start)
       : w_(w), run_(run), opts_(opts), b_(built), wl_(*built.workload), log_(log), trace_(trace), target_(target),
         loss_log_(loss_log), start_(start), step_(start.global_step), position_(start) {
+    targets_ = scale_targets(find_scale(run.entry->spec, run.scale), opts.test_target);
+    targets_[0] = target_;
     if (!opts.test_fail_at.empty()) {
       const auto colon = opts.test_fail_at.find(':');
       try {
@@ -212,15 +214,19 @@ class TrainLoop final : public LoopServices {
     ++evals_;
     final_metric_ = o.metric;
     // The secondary metrics ride in the metadata (ndcg@10, AP50, minigo's games against GNU Go).
+    // With parts (Mask R-CNN's {"BBOX", "SEGM"}), the first secondaries are the value's other parts.
     nlohmann::json meta = {{keys::kEpochNum, epoch}};
-    for (size_t i = 0; i < m.secondary.size(); ++i) meta[m.secondary[i]] = o.secondary[i];
-    mllog_event(log_, m.mllog_key, o.metric, meta);
+    const size_t in_value = m.parts.empty() ? 0 : m.parts.size() - 1;
+    for (size_t i = in_value; i < m.secondary.size(); ++i) meta[m.secondary[i]] = o.secondary[i];
+    mllog_event(log_, m.mllog_key, metric_log_value(m, o.metric, o.secondary), meta);
     mllog_end(log_, keys::kEvalStop, nullptr, {{keys::kEpochNum, epoch}});
     std::string extras;
     for (size_t i = 0; i < m.secondary.size(); ++i) extras += fmt::format(" | {} {:.6f}", m.secondary[i], o.secondary[i]);
     spdlog::info("eval epoch {} | {} {:.4f} (target {}{:.4f}){} | {:.0f} samples in {:.1f} s", epoch, m.name, o.metric,
                  m.higher_is_better ? "" : "<= ", target_, extras, o.samples, seconds_since(te));
-    if (metric_reached(m, o.metric, target_)) {
+    std::vector<double> values{o.metric};
+    values.insert(values.end(), o.secondary.begin(), o.secondary.begin() + static_cast<std::ptrdiff_t>(in_value));
+    if (metric_values_reached(m, values, targets_)) {
       success_ = true;
       stopped_ = true;
     }
@@ -309,6 +315,7 @@ class TrainLoop final : public LoopServices {
   MlLog& log_;
   Trace& trace_;
   double target_;
+  std::vector<double> targets_;  // every part's (the metric's alone without parts), target_ first
   AtomicFile* loss_log_;
   TrainPosition start_;
   int fail_rank_ = -1;

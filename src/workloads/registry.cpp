@@ -10,6 +10,7 @@ const WorkloadEntry& ncf_entry();
 const WorkloadEntry& transformer_entry();
 const WorkloadEntry& gnmt_entry();
 const WorkloadEntry& ssd_entry();
+const WorkloadEntry& maskrcnn_entry();
 const WorkloadEntry& minigo_entry();
 
 namespace {
@@ -21,6 +22,7 @@ std::vector<const WorkloadEntry*>& entries() {
       &transformer_entry(),
       &gnmt_entry(),
       &ssd_entry(),
+      &maskrcnn_entry(),
       &minigo_entry(),
   };
   return list;

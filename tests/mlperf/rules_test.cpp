@@ -232,3 +232,57 @@ TEST(Rules, ssd_max_samples_and_boundary_epochs) {
 
 }  // namespace
 }  // namespace mlpd
+
+namespace mlpd {
+namespace {
+
+// A metric of two parts (Mask R-CNN's): logged as an object, reached only when every part is.
+MetricSpec two_part_metric() {
+  MetricSpec m;
+  m.name = "mAP";
+  m.secondary = {"SEGM", "AP50"};
+  m.parts = {"BBOX", "SEGM"};
+  return m;
+}
+
+TEST(MetricParts, LoggedValuesReadTheMetricsForm) {
+  const MetricSpec m = two_part_metric();
+  const auto v = logged_metric_values(m, nlohmann::json{{"SEGM", 0.3}, {"BBOX", 0.4}});
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(*v, (std::vector<double>{0.4, 0.3}));  // in parts order, not the object's
+  EXPECT_FALSE(logged_metric_values(m, nlohmann::json(0.4)).has_value());
+  EXPECT_FALSE(logged_metric_values(m, nlohmann::json{{"BBOX", 0.4}}).has_value());
+  EXPECT_FALSE(logged_metric_values(m, nlohmann::json{{"BBOX", 0.4}, {"SEGM", "x"}}).has_value());
+  EXPECT_FALSE(logged_metric_values(m, nlohmann::json{{"BBOX", 0.4}, {"SEGM", 0.3}, {"X", 1}}).has_value());
+  MetricSpec plain;
+  EXPECT_EQ(*logged_metric_values(plain, nlohmann::json(0.5)), std::vector<double>{0.5});
+  EXPECT_FALSE(logged_metric_values(plain, nlohmann::json{{"BBOX", 0.4}}).has_value());
+  EXPECT_FALSE(logged_metric_values(plain, nlohmann::json(true)).has_value());
+}
+
+TEST(MetricParts, ReachedOnlyWhenEveryPartIs) {
+  const MetricSpec m = two_part_metric();
+  EXPECT_TRUE(metric_values_reached(m, {0.40, 0.35}, {0.40, 0.35}));
+  EXPECT_FALSE(metric_values_reached(m, {0.50, 0.34}, {0.40, 0.35}));
+  EXPECT_FALSE(metric_values_reached(m, {0.39, 0.50}, {0.40, 0.35}));
+  EXPECT_FALSE(metric_values_reached(m, {0.50}, {0.40, 0.35}));
+}
+
+TEST(MetricParts, LogValueAndTargets) {
+  const MetricSpec m = two_part_metric();
+  EXPECT_EQ(metric_log_value(m, 0.4, {0.3, 0.7}), (nlohmann::json{{"BBOX", 0.4}, {"SEGM", 0.3}}));
+  EXPECT_EQ(metric_log_value(MetricSpec{}, 0.4, {0.3}), nlohmann::json(0.4));
+  ScaleSpec s;
+  s.target = 0.4;
+  s.more_targets = {0.35};
+  EXPECT_EQ(scale_targets(s), (std::vector<double>{0.4, 0.35}));
+  EXPECT_EQ(scale_targets(s, 0.1), (std::vector<double>{0.1, 0.1}));
+  // The maskrcnn entry declares both parts and a target for each.
+  const BenchmarkSpec* b = find_benchmark_spec("maskrcnn");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->metric.parts, (std::vector<std::string>{"BBOX", "SEGM"}));
+  for (const ScaleSpec& sc : b->scales) EXPECT_EQ(scale_targets(sc).size(), 2u) << sc.name;
+}
+
+}  // namespace
+}  // namespace mlpd

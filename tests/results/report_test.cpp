@@ -70,8 +70,8 @@ RunRecord run(int index, double seconds, bool converged = true, int ranks = 1) {
   r.seed = 100 + static_cast<uint64_t>(index);
   r.global_batch = 4096;
   r.target = 0.27;
-  for (double t = 10.0; t < seconds; t += 10.0) r.evals.push_back({t, t / 10.0, 0.1 + 0.01 * t / 10.0});
-  r.evals.push_back({seconds, std::ceil(seconds / 10.0), r.check.final_accuracy.value()});
+  for (double t = 10.0; t < seconds; t += 10.0) r.evals.push_back({t, t / 10.0, 0.1 + 0.01 * t / 10.0, {0.1 + 0.01 * t / 10.0}});
+  r.evals.push_back({seconds, std::ceil(seconds / 10.0), r.check.final_accuracy.value(), {r.check.final_accuracy.value()}});
   if (converged) r.epochs_to_target = r.evals.back().epoch;
   RunStats st;
   st.throughput = 40000.0 * ranks;

@@ -66,6 +66,24 @@ TEST(LrSchedule, SsdWarmupWithFactorThenStepsAtEpochs) {
   EXPECT_DOUBLE_EQ(lr_at(s, 50), 0.6);
 }
 
+TEST(LrSchedule, MaskrcnnLinearWarmupFromFactorThenStepsAtSteps) {
+  LrSchedule s;
+  s.decay = "maskrcnn";
+  s.base_lr = 0.06;
+  s.warmup_steps = 100;
+  s.warmup_factor = 0.25;
+  s.boundary_steps = {300, 400};
+  s.factor = 0.1;
+  s.steps_per_epoch = 7;  // unused: every boundary is in steps
+  // maskrcnn-benchmark's linear warmup: factor * (1 - t/w) + t/w of the base.
+  EXPECT_DOUBLE_EQ(lr_at(s, 0), 0.015);
+  EXPECT_NEAR(lr_at(s, 50), 0.06 * (0.25 * 0.5 + 0.5), 1e-15);
+  EXPECT_DOUBLE_EQ(lr_at(s, 100), 0.06);
+  EXPECT_DOUBLE_EQ(lr_at(s, 299), 0.06);
+  EXPECT_NEAR(lr_at(s, 300), 0.006, 1e-15);
+  EXPECT_NEAR(lr_at(s, 400), 0.0006, 1e-15);
+}
+
 TEST(Optimizer, SgdMomentumMatchesHandComputedSteps) {
   ParamStore s;
   add_param(s, "w", 1, ParamKind::weight);

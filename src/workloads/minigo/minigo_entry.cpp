@@ -25,13 +25,13 @@ WorkloadEntry make_entry() {
   s.name = kMinigo;
   s.summary = "reinforcement learning: 9x9 Go by self-play (MiniGo), win rate against a fixed MCTS reference";
   s.metric = {"win_rate", kEvalAccuracy, "fraction of games won against the reference opponent", 0.0, 1.0, true,
-              {"random_win_rate", "gnugo_win_rate", "gnugo_margin"}};
+              {"random_win_rate", "gnugo_win_rate", "gnugo_margin"}, {}};
   s.scales = {
-      {"mini", kMinigoMiniDefaults, 0.6, 0, 0, "mlperf-dist mini (win rate 0.6 against the 32-readout rollout MCTS, calibrated)", 10, {}},
+      {"mini", kMinigoMiniDefaults, 0.6, 0, 0, "mlperf-dist mini (win rate 0.6 against the 32-readout rollout MCTS, calibrated)", 10, {}, {}},
       {"reference", kMinigoReferenceDefaults, 0.5, 0, 0,
        "MLPerf v0.7 MiniGo's target (win rate 0.5); our opponent is an 800-readout area-count MCTS, not MLPerf's "
        "reference checkpoint",
-       10, {}},
+       10, {}, {}},
   };
   // Generations to target per seed at the mini scale: our calibration (README.md). MLPerf asks
   // for 10 runs of MiniGo, at both scales. MLCommons has

@@ -100,13 +100,13 @@ WorkloadEntry make_entry() {
   BenchmarkSpec& s = e.spec;
   s.name = kNcf;
   s.summary = "recommendation: NeuMF on MovieLens-20M (reference) and ml-latest-small (mini), HR@10";
-  s.metric = {"hr@10", kEvalAccuracy, "fraction", 0.0, 1.0, true, {"ndcg@10"}};
+  s.metric = {"hr@10", kEvalAccuracy, "fraction", 0.0, 1.0, true, {"ndcg@10"}, {}};
   // train_samples = training positives (ratings - users), eval_samples = users (each ranked with
   // its 999 negatives). Reference: MovieLens-20M (20,000,263 ratings, 138,493 users). Mini:
   // ml-latest-small (100,004 ratings, 671 users); target calibrated in README.md.
   s.scales = {
-      {"mini", kNcfMiniDefaults, 0.27, 99333, 671, "mlperf-dist mini (ml-latest-small HR@10, calibrated)", 10, {}},
-      {"reference", kNcfReferenceDefaults, 0.635, 19861770, 138493, "MLPerf v0.5 NCF (ml-20m HR@10)", 50, {}},
+      {"mini", kNcfMiniDefaults, 0.27, 99333, 671, "mlperf-dist mini (ml-latest-small HR@10, calibrated)", 10, {}, {}},
+      {"reference", kNcfReferenceDefaults, 0.635, 19861770, 138493, "MLPerf v0.5 NCF (ml-20m HR@10)", 50, {}, {}},
   };
   // Epochs to target per seed (mini: our calibration, README.md). The reference scale has none:
   // NCF left MLPerf before RCPs existed (mlperf_logging's rcp_checker has no ncf file), so there

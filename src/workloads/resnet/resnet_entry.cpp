@@ -42,10 +42,10 @@ WorkloadEntry make_entry() {
   BenchmarkSpec& s = e.spec;
   s.name = kResnet;
   s.summary = "image classification: ResNet-50 on ImageNet (reference), ResNet-20 on Fashion-MNIST (mini)";
-  s.metric = {"top1", kEvalAccuracy, "fraction", 0.0, 1.0, true, {}};
+  s.metric = {"top1", kEvalAccuracy, "fraction", 0.0, 1.0, true, {}, {}};
   s.scales = {
-      {"mini", kResnetMiniDefaults, 0.90, 60000, 10000, "mlperf-dist mini (Fashion-MNIST top-1)", 5, {}},
-      {"reference", kResnetReferenceDefaults, 0.759, 1281167, 50000, "MLPerf v0.7 (ImageNet top-1)", 5, {}},
+      {"mini", kResnetMiniDefaults, 0.90, 60000, 10000, "mlperf-dist mini (Fashion-MNIST top-1)", 5, {}, {}},
+      {"reference", kResnetReferenceDefaults, 0.759, 1281167, 50000, "MLPerf v0.7 (ImageNet top-1)", 5, {}, {}},
   };
   // Epochs to target per seed. Mini: our calibration (README.md, "Calibration (RCP)"). Reference:
   // MLCommons' LARS RCPs, the oldest set that has resnet (v1.0; v0.7 had no RCP check), copied

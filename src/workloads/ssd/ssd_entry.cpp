@@ -58,10 +58,10 @@ WorkloadEntry make_entry() {
   BenchmarkSpec& s = e.spec;
   s.name = kSsd;
   s.summary = "object detection: SSD300-ResNet34 on COCO (reference), a small SSD on Fashion-MNIST scenes (mini), box mAP";
-  s.metric = {"mAP", kEvalAccuracy, "fraction (COCO box AP @[.5:.95])", 0.0, 1.0, true, {"AP50", "AP75"}};
+  s.metric = {"mAP", kEvalAccuracy, "fraction (COCO box AP @[.5:.95])", 0.0, 1.0, true, {"AP50", "AP75"}, {}};
   s.scales = {
-      {"mini", kSsdMiniDefaults, 0.48, 20000, 2000, "mlperf-dist mini (scenes box mAP 0.48, calibrated)", 5, {}},
-      {"reference", kSsdReferenceDefaults, 0.23, 117266, 5000, "MLPerf v0.7 SSD (COCO 2017 box mAP 0.23)", 5, {}},
+      {"mini", kSsdMiniDefaults, 0.48, 20000, 2000, "mlperf-dist mini (scenes box mAP 0.48, calibrated)", 5, {}, {}},
+      {"reference", kSsdReferenceDefaults, 0.23, 117266, 5000, "MLPerf v0.7 SSD (COCO 2017 box mAP 0.23)", 5, {}, {}},
   };
   // Epochs to target per seed at the mini scale: our calibration (README.md); the reference scale's
   // MLCommons RCPs for SSD start with v1.0, whose model differs (ResNet-34 backbone at 800x800 in

@@ -33,8 +33,8 @@ WorkloadEntry make_entry() {
   BenchmarkSpec& s = e.spec;
   s.name = "tiny";
   s.summary = "test workload: softmax regression on generated data, records evaluation, error in percent";
-  s.metric = {"error%", keys::kEvalAccuracy, "percent", 0.0, 100.0, false, {"mean_confidence"}};
-  s.scales = {{"mini", kTinyMiniDefaults, 25.0, kTinyTrainSamples, kTinyEvalSamples, "tests/workloads/tiny", 5, {}}};
+  s.metric = {"error%", keys::kEvalAccuracy, "percent", 0.0, 100.0, false, {"mean_confidence"}, {}};
+  s.scales = {{"mini", kTinyMiniDefaults, 25.0, kTinyTrainSamples, kTinyEvalSamples, "tests/workloads/tiny", 5, {}, {}}};
   s.rules = {
       {"*", "tiny.opt_name_sgd", {keys::kOptName}, RuleKind::OneOf, {}, {keys::kSgd}, {}, true, "tiny test workload"},
       {"*", "tiny.noise_positive", {"noise"}, RuleKind::AtLeast, {0.01}, {}, {}, true, "tiny test workload"},
