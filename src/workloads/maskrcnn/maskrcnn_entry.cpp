@@ -1,14 +1,10 @@
 // The maskrcnn workload as the rest of the program sees it: MLPerf v0.7's Mask R-CNN benchmark
 // (COCO box mAP 0.377 and mask mAP 0.339 with R-50-FPN) and its mini scale (Fashion-MNIST scenes
 // with instance masks), its rules rows, targets and converters.
-#include <spdlog/spdlog.h>
-
 #include "core/check.h"
-#include "datasets/fashion_mnist.h"
-#include "detection/coco_convert.h"
 #include "detection/detection_data.h"
-#include "detection/scenes.h"
 #include "mlperf/keys.h"
+#include "workloads/detection_prepare.h"
 #include "workloads/registry.h"
 
 namespace mlpd {
@@ -25,31 +21,7 @@ constexpr const char* kV07Table = "MLPerf v0.7 tunable hyperparameters (Mask R-C
 constexpr const char* kV07Checker = "MLPerf v0.7 compliance checker, closed_maskrcnn.yaml";
 constexpr const char* kOurs = "mlperf-dist: the valid range of the key";
 
-void prepare_maskrcnn(const PrepareRequest& r) {
-  if (r.scale != "mini") {
-    const std::string dir = !r.coco_dir.empty() ? r.coco_dir : r.from;
-    if (dir.empty())
-      throw UserError("prepare maskrcnn --scale reference: give the COCO 2017 directory with --coco DIR "
-                      "(annotations/, train2017/, val2017/)",
-                      2);
-    CocoConvertOptions o;
-    o.coco_dir = dir;
-    o.image_size = r.image_size > 0 ? r.image_size : 800;
-    spdlog::info("prepare: COCO 2017 from {} -> {} (images resized to {}x{})", dir, r.output, o.image_size,
-                 o.image_size);
-    const CocoConvertStats st = prepare_coco(o, r.output, kMaskrcnn);
-    spdlog::info("prepare: {} train images ({} instances), {} val images ({} instances)", st.train_images,
-                 st.train_instances, st.eval_images, st.eval_instances);
-    return;
-  }
-  SceneOptions o;
-  o.fashion_mnist_dir = r.from.empty() ? kFashionMnistDebianDir : r.from;
-  spdlog::info("prepare: scenes of Fashion-MNIST items from {} -> {} ({} train, {} eval, {}x{}, seed {})",
-               o.fashion_mnist_dir, r.output, o.train_scenes, o.eval_scenes, o.size, o.size, o.seed);
-  const SceneStats st = prepare_scenes(o, r.output, kMaskrcnn);
-  spdlog::info("prepare: {} train and {} eval instances ({} items dropped as mostly hidden)", st.train_instances,
-               st.eval_instances, st.dropped);
-}
+void prepare_maskrcnn(const PrepareRequest& r) { prepare_detection_data(r, kMaskrcnn, 800); }
 
 void check_maskrcnn_data(const WorkloadContext& ctx) {
   check_detection_data(workload_data_path(ctx.data_dir, kMaskrcnn, ctx.scale));
