@@ -33,7 +33,7 @@ nms_iou_threshold: 0.5
 max_detections: 100
 augment_flip: true
 bn_momentum: 0.9
-max_epochs: 6
+max_epochs: 8
 seed: 1
 )";
 
