@@ -7,7 +7,9 @@
 #      closed_maskrcnn.yaml);
 #  (c) 1 rank with two micro-batches (model_bn_span 16) and 2 ranks train to the same parameters
 #      in 3 steps (the same images, flips, sampled anchors and RoIs, batch-norm groups), another
-#      seed does not.
+#      seed does not. Tolerance 1e-4, not ssd's 1e-5: the clean-clone CI measured 1.7e-5 (the two
+#      micro-batches' gradients summed in another order than the allreduce's, through the host-side
+#      losses and proposals), against 1.14 for another seed.
 source "$(dirname "$0")/lib/common.bash" "$@"
 "$BIN" prepare --benchmark maskrcnn --scale mini --data-dir "$DATA" > "$WORK/prep.txt" 2>&1 ||
   { cat "$WORK/prep.txt"; fail "prepare maskrcnn failed"; }
@@ -44,5 +46,5 @@ args=(train --benchmark maskrcnn --scale mini --data-dir "$DATA" --results-dir "
   [ $? -eq 3 ] || { cat "$WORK/o2.txt"; fail "2 ranks failed"; }
 "${MPIRUN[@]}" -np 2 "$BIN" "${args[@]}" --set seed=2 --dump-params "$WORK/p3.bin" > "$WORK/o3.txt" 2>&1 ||
   [ $? -eq 3 ] || { cat "$WORK/o3.txt"; fail "seed 2 failed"; }
-python3 "$(dirname "$0")/lib/compare_params.py" "$WORK/p1.bin" "$WORK/p2.bin" "$WORK/p3.bin" 1e-5 "another seed"
+python3 "$(dirname "$0")/lib/compare_params.py" "$WORK/p1.bin" "$WORK/p2.bin" "$WORK/p3.bin" 1e-4 "another seed"
 echo "maskrcnn_train_check: ok"

@@ -8,7 +8,7 @@ TINY=$BUILD/tests/mlperf-dist-tiny
 [ -x "$TINY" ] || fail "no $TINY"
 
 "$TINY" --help | contains "tiny: test workload" || fail "--help does not list the tiny workload"
-"$TINY" train --help | contains "resnet, ncf, transformer, gnmt, ssd, minigo, tiny" || fail "train --help does not list tiny"
+"$TINY" train --help | contains "resnet, ncf, transformer, gnmt, ssd, maskrcnn, minigo, tiny" || fail "train --help does not list tiny"
 "$BIN" train --help | contains "tiny" && fail "the plain binary lists tiny"
 "$TINY" rules --benchmark tiny | contains "tiny.opt_name_sgd" || fail "rules does not print tiny's rows"
 "$TINY" rules --benchmark tiny | contains "range \[0, 100\]" || fail "rules does not print the metric range"
