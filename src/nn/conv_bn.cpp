@@ -217,9 +217,17 @@ void forward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n
 }
 
 void backward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, const float* dy, const ReadyFn& ready) {
+  backward(o, b, s, a, n, dy, ready, {});
+}
+
+void backward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, const float* dy, const ReadyFn& ready,
+              const std::vector<const float*>& block_dy) {
   for (size_t i = b.blocks.size(); i-- > 0;) {
     backward(o, b.blocks[i], s, a, n, dy, b.dblock_in[i], false, ready);
     dy = b.dblock_in[i];
+    // dblock_in[i] is the gradient at block i - 1's output.
+    if (i > 0 && i - 1 < block_dy.size() && block_dy[i - 1])
+      o.add_forward(b.dblock_in[i], block_dy[i - 1], b.dblock_in[i], size_t(n) * b.blocks[i - 1].out_per_image);
   }
   if (b.has_maxpool) {
     backward(o, b.pool, n, dy, b.dpool_in);

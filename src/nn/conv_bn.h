@@ -112,6 +112,11 @@ void add_bottleneck_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const 
 void forward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, bool train);
 // dy: gradient at `out`. Views ready in reverse registration order (blocks from the last, the stem).
 void backward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, const float* dy, const ReadyFn& ready);
+// The same where other layers also read inner block outputs (an FPN's lateral inputs):
+// block_dy[i], where non-null, is the gradient from those readers at block i's output (i below the
+// last block), added to the one coming back through block i + 1.
+void backward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, const float* dy, const ReadyFn& ready,
+              const std::vector<const float*>& block_dy);
 size_t scratch_floats(const OpTable& o, const Backbone& b, int n);
 void init_backbone(const Backbone& b, ParamStore& s, uint64_t seed, bool zero_init_residual);
 

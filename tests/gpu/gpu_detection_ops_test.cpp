@@ -401,4 +401,37 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RoiAlignGpu,
                                       c.sampling, c.aligned ? "_aligned" : "");
                          });
 
+// ================================ Nearest 2x upsampling (FPN) ================================
+struct UpsampleCase {
+  int n, h, w, c;
+};
+void PrintTo(const UpsampleCase& c, std::ostream* os) { *os << cat("n=", c.n, " h=", c.h, " w=", c.w, " c=", c.c); }
+
+class UpsampleGpu : public GpuTestWithParam<UpsampleCase> {};
+
+TEST_P(UpsampleGpu, ForwardAndBackwardMatchCpuBitForBit) {
+  const UpsampleCase k = GetParam();
+  const auto x = random_floats(size_t(k.n) * k.h * k.w * k.c, 800);
+  std::vector<float> y(x.size() * 4, kJunk);
+  cpu().upsample_nearest2x_forward(x.data(), k.n, k.h, k.w, k.c, y.data());
+  const auto dy = random_floats(y.size(), 801), dx0 = random_floats(x.size(), 802);
+  std::vector<float> dx = dx0;
+  cpu().upsample_nearest2x_backward(dy.data(), k.n, k.h, k.w, k.c, dx.data());
+  const DeviceBuffer<float> gx(x), gdy(dy);
+  DeviceBuffer<float> gy(std::vector<float>(y.size(), kJunk)), gdx(dx0);
+  gpu().upsample_nearest2x_forward(gx.get(), k.n, k.h, k.w, k.c, gy.get());
+  gpu().upsample_nearest2x_backward(gdy.get(), k.n, k.h, k.w, k.c, gdx.get());
+  EXPECT_TRUE(same_bits("upsample_nearest2x_forward", gy.download(), y));
+  EXPECT_TRUE(same_bits("upsample_nearest2x_backward", gdx.download(), dx));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, UpsampleGpu,
+                         ::testing::Values(UpsampleCase{1, 1, 1, 1}, UpsampleCase{2, 3, 5, 7},
+                                           UpsampleCase{2, 25, 25, 256},     // P5 -> P4 at 800x800
+                                           UpsampleCase{2, 100, 100, 256}),  // P3 -> P2
+                         [](const ::testing::TestParamInfo<UpsampleCase>& i) {
+                           const UpsampleCase& c = i.param;
+                           return cat("n", c.n, "_", c.h, "x", c.w, "x", c.c);
+                         });
+
 }  // namespace

@@ -548,4 +548,33 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RoiAlignGrad,
                                   "_p" + std::to_string(c.pooled_h) + std::to_string(c.pooled_w);
                          });
 
+// ================================ Nearest 2x upsampling (FPN) ================================
+TEST(UpsampleNearest2x, EveryOutputIsItsSourcePixelAndTheBackwardIsTheAdjointAndAccumulates) {
+  const int n = 2, h = 3, w = 5, c = 3;
+  std::vector<float> x(size_t(n) * h * w * c);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f - 7.0f;
+  std::vector<float> y(x.size() * 4, -99.0f);
+  upsample_nearest2x_forward(x.data(), n, h, w, c, y.data());
+  for (int b = 0; b < n; ++b)
+    for (int i = 0; i < 2 * h; ++i)
+      for (int j = 0; j < 2 * w; ++j)
+        for (int k = 0; k < c; ++k)
+          ASSERT_EQ(y[((size_t(b) * 2 * h + i) * 2 * w + j) * c + k], x[((size_t(b) * h + i / 2) * w + j / 2) * c + k])
+              << b << " " << i << " " << j << " " << k;
+  // <up(x), dy> == <x, up^T(dy)>, and the backward adds to what dx held.
+  std::vector<float> dy(y.size());
+  for (size_t i = 0; i < dy.size(); ++i) dy[i] = float((i * 37) % 11) - 5.0f;
+  std::vector<float> dx(x.size(), 1.0f);
+  upsample_nearest2x_backward(dy.data(), n, h, w, c, dx.data());
+  double lhs = 0, rhs = 0;
+  for (size_t i = 0; i < y.size(); ++i) lhs += double(y[i]) * dy[i];
+  for (size_t i = 0; i < x.size(); ++i) rhs += double(x[i]) * (dx[i] - 1.0f);
+  EXPECT_NEAR(lhs, rhs, 1e-6 * std::fabs(lhs) + 1e-6);
+  // One entry by hand: dx[0, 1, 2, 1] = 1 + dy over rows 2..3, columns 4..5, channel 1.
+  double want = 1.0;
+  for (int i = 2; i < 4; ++i)
+    for (int j = 4; j < 6; ++j) want += dy[(size_t(i) * 2 * w + j) * c + 1];
+  EXPECT_FLOAT_EQ(dx[(size_t(1) * w + 2) * c + 1], float(want));
+}
+
 }  // namespace

@@ -1,8 +1,9 @@
 // The Mask R-CNN networks: whole-model finite differences of a fixed linear function of all five
 // outputs (RPN objectness and deltas, box-head logits and deltas, mask logits) w.r.t. every
 // parameter view, on a tiny spec (16x16 input, stride 4, one RoI of each head reaching outside the
-// image); ready() once per view in non-increasing order; the mask head's transposed convolution
-// against a direct loop; output shapes of the named variants.
+// image) and on a tiny FPN (two stages, three RPN levels with the pooled top, RoIs of both heads on
+// both pooled levels); ready() once per view in non-increasing order; the mask head's transposed
+// convolution against a direct loop; the FPN's level of an RoI; output shapes of the named variants.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,6 +43,21 @@ MaskRcnnSpec tiny_spec() {
   return s;
 }
 
+// 32x32 input: stem to 16x16, stages at 8x8 (stride 4) and 4x4 (stride 8), P6 2x2; RoIs of side
+// below 8 pixels pool from the finer level, the others from the coarser.
+MaskRcnnSpec tiny_fpn_spec() {
+  MaskRcnnSpec s = tiny_spec();
+  s.variant = "tiny_fpn";
+  s.in_h = s.in_w = 32;
+  s.stages = {{6, 1, 2}, {8, 1, 2}};
+  s.fpn = true;
+  s.fpn_channels = 5;
+  s.fpn_canonical_size = 16.0f;
+  s.anchors.sizes = {4, 8, 16};
+  s.max_rois = 4;
+  return s;
+}
+
 std::vector<float> uniform(size_t n, uint64_t stream, float lo = -1.0f, float hi = 1.0f) {
   Rng r{7, stream};
   std::vector<float> v(n);
@@ -59,14 +75,20 @@ struct Tiny {
   ParamStore store;
   std::unique_ptr<MaskRcnn> net;
   Arena arena;
-  std::vector<float> x = uniform(2 * 16 * 16, 1);
-  // Box RoIs: image 0 inside, image 1 inside, image 0 reaching past the right edge.
+  std::vector<float> x;
+  // Box RoIs: image 0 inside, image 1 inside, image 0 reaching past the right edge of a 16x16 input.
   std::vector<float> box_rois{0, 1.5f, 2.0f, 11.0f, 9.5f, 1, 4.0f, 3.0f, 14.5f, 15.0f, 0, 9.0f, 6.0f, 19.0f, 12.0f};
   std::vector<float> mask_rois{1, 2.0f, 1.0f, 9.0f, 13.0f, 0, 5.5f, 4.5f, 15.5f, 10.0f};
+  int rois = 3;
   size_t anchors = 0;
   std::vector<float> c_obj, c_del, c_cls, c_box, c_mask;
-  Tiny() {
-    net = build_maskrcnn(tiny_spec(), store);
+  explicit Tiny(const MaskRcnnSpec& spec = tiny_spec()) {
+    x = uniform(size_t(2) * spec.in_h * spec.in_w * spec.in_c, 1);
+    if (spec.fpn) {  // a fourth, small box RoI on the finer level
+      box_rois.insert(box_rois.end(), {1, 20.0f, 18.0f, 25.0f, 22.0f});
+      rois = 4;
+    }
+    net = build_maskrcnn(spec, store);
     finalize_params(store);
     init_maskrcnn(*net, store, 3);
     // Larger than the init (normal 0.01 for the RPN and predictors), so every path carries a
@@ -77,15 +99,15 @@ struct Tiny {
     anchors = maskrcnn_anchors(*net).size() / 4;
     c_obj = uniform(2 * anchors, 2);
     c_del = uniform(2 * anchors * 4, 3);
-    c_cls = uniform(3 * 3, 4);
-    c_box = uniform(3 * 12, 5);
+    c_cls = uniform(size_t(rois) * 3, 4);
+    c_box = uniform(size_t(rois) * 12, 5);
     const int M = maskrcnn_mask_size(*net);
     c_mask = uniform(size_t(2) * M * M * 3, 6);
   }
   double loss() {
     arena_reset(arena);
     const RpnOutputs r = maskrcnn_rpn_forward(*net, store, arena, x.data(), 2, true);
-    const BoxHeadOutputs b = maskrcnn_box_forward(*net, store, arena, box_rois.data(), 3);
+    const BoxHeadOutputs b = maskrcnn_box_forward(*net, store, arena, box_rois.data(), rois);
     const float* m = maskrcnn_mask_forward(*net, store, arena, mask_rois.data(), 2);
     return dot(r.objectness, c_obj) + dot(r.deltas, c_del) + dot(b.cls_logits, c_cls) + dot(b.deltas, c_box) +
            dot(m, c_mask);
@@ -113,6 +135,49 @@ TEST(MaskRcnnModel, ReadyOncePerViewInNonIncreasingOrder) {
   Tiny t;
   t.loss();
   expect_reverse_view_order(t.store, t.backward());
+}
+
+TEST(MaskRcnnModel, FpnWholeModelGradientMatchesFiniteDifferences) {
+  Tiny t(tiny_fpn_spec());
+  ASSERT_EQ(maskrcnn_rpn_levels(*t.net), 3);
+  EXPECT_EQ(t.anchors, size_t(8 * 8 + 4 * 4 + 2 * 2));
+  // Both heads pool from both levels.
+  std::vector<int> box_levels, mask_levels;
+  for (int i = 0; i < t.rois; ++i) box_levels.push_back(maskrcnn_roi_level(*t.net, &t.box_rois[size_t(i) * 5]));
+  for (int i = 0; i < 2; ++i) mask_levels.push_back(maskrcnn_roi_level(*t.net, &t.mask_rois[size_t(i) * 5]));
+  EXPECT_EQ(box_levels, (std::vector<int>{1, 1, 0, 0}));
+  EXPECT_EQ(mask_levels, (std::vector<int>{1, 0}));
+  std::fill(t.store.grads.begin(), t.store.grads.end(), 0.0f);
+  t.loss();
+  t.backward();
+  int nonzero = 0;
+  for (float g : t.store.grads) nonzero += g != 0.0f;
+  EXPECT_GT(nonzero, static_cast<int>(t.store.param_count) * 3 / 4);
+  expect_view_grads_match(t.store, [&] { return t.loss(); }, 6);
+}
+
+TEST(MaskRcnnModel, FpnReadyOncePerViewInNonIncreasingOrder) {
+  Tiny t(tiny_fpn_spec());
+  t.loss();
+  expect_reverse_view_order(t.store, t.backward());
+}
+
+// maskrcnn-benchmark's LevelMapper: floor(4 + log2(sqrt(area) / 224)), clamped to P2..P5.
+TEST(MaskRcnnModel, FpnLevelOfAnRoiFollowsItsSize) {
+  ParamStore s;
+  auto net = build_maskrcnn(maskrcnn_spec("maskrcnn_r50", 64, 64, 3, 81, 1, 8, 2), s);
+  auto level = [&](float side) {
+    const float roi[5] = {0, 10.0f, 20.0f, 10.0f + side, 20.0f + side};
+    return maskrcnn_roi_level(*net, roi) + 2;
+  };
+  EXPECT_EQ(level(0.0f), 2);
+  EXPECT_EQ(level(10.0f), 2);
+  EXPECT_EQ(level(111.0f), 2);
+  EXPECT_EQ(level(112.0f), 3);
+  EXPECT_EQ(level(223.0f), 3);
+  EXPECT_EQ(level(224.0f), 4);
+  EXPECT_EQ(level(448.0f), 5);
+  EXPECT_EQ(level(5000.0f), 5);
 }
 
 // The transposed convolution, read off the mask logits of a model whose mask head is reduced to
@@ -145,6 +210,15 @@ TEST(MaskRcnnModel, NamedVariantsBuild) {
   EXPECT_EQ(maskrcnn_anchors(*net).size(), size_t(12 * 12 * 9 * 4));
   EXPECT_EQ(maskrcnn_mask_size(*net), 28);
   EXPECT_THROW(maskrcnn_spec("maskrcnn_huge", 96, 96, 1, 11, 4, 256, 64), UserError);
+  // R-50-FPN at 128x128: P2..P6 at 32, 16, 8, 4, 2 cells a side, three anchors a cell.
+  ParamStore s50;
+  auto r50 = build_maskrcnn(maskrcnn_spec("maskrcnn_r50", 128, 128, 3, 81, 1, 8, 2), s50);
+  EXPECT_EQ(maskrcnn_rpn_levels(*r50), 5);
+  EXPECT_EQ(maskrcnn_feature_h(*r50), 32);
+  EXPECT_EQ(maskrcnn_anchors(*r50).size(), size_t(3 * (32 * 32 + 16 * 16 + 8 * 8 + 4 * 4 + 2 * 2) * 4));
+  // Sides must halve exactly down to P5.
+  ParamStore bad;
+  EXPECT_ANY_THROW(build_maskrcnn(maskrcnn_spec("maskrcnn_r50", 120, 120, 3, 81, 1, 8, 2), bad));
 }
 
 }  // namespace

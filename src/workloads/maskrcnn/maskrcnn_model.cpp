@@ -12,13 +12,58 @@ namespace mlpd {
 
 namespace {
 
-// A convolution followed by a bias and a ReLU (the heads have no batch norm).
+// A convolution followed by a bias and a ReLU (the heads and the FPN have no batch norm; the FPN's
+// convolutions have no ReLU).
 struct ConvBiasRelu {
   nn::Conv2d conv;
   size_t b = 0;             // bias view [c_out]
   int rows_per_item = 0;    // out_h * out_w
+  bool relu = true;
   float* y = nullptr;       // conv output, then bias and ReLU in place
-  float* dy = nullptr;      // gradient at the conv's output (after the ReLU mask)
+  float* dy = nullptr;      // gradient at the conv's output (after the ReLU mask); unused without ReLU
+};
+
+// One level the RPN reads; the first `pooled levels` are also where RoIAlign pools from. Level 0's
+// RPN layers register the views, the other levels' are copies reading and writing their own maps.
+struct FeatureLevel {
+  const float* feat = nullptr;  // [max_batch, h, w, fc]
+  float* dfeat = nullptr;       // gradient at feat
+  int h = 0, w = 0, stride = 0;
+  size_t anchor_begin = 0;      // this level's first anchor in an image's list
+  ConvBiasRelu rpn_conv;
+  nn::Linear rpn_obj, rpn_delta;
+  float* drpn_hidden = nullptr;
+  float* dobj = nullptr;        // this level's share of the output gradients (several levels only)
+  float* ddelta = nullptr;
+  int cells() const { return h * w; }
+};
+
+// RoIs of one head that one level pools (several levels only): rows are their places in the head.
+struct LevelRois {
+  std::vector<float> rois;  // host [count, 5]
+  std::vector<int32_t> rows;
+  float* rois_dev = nullptr;
+  int32_t* rows_dev = nullptr;
+};
+struct HeadPooling {
+  int pool = 0, max_rois = 0;
+  std::vector<float> rois;  // host [count, 5] of the last forward
+  float* rois_dev = nullptr;
+  std::vector<LevelRois> levels;
+  float* scratch = nullptr;  // one level's pooled rows [max_rois, pool, pool, fc]
+};
+
+// The FPN's layers, finest level first; lateral[l].y holds the inner map (lateral + top-down).
+struct Fpn {
+  std::vector<ConvBiasRelu> lateral, output;
+  std::vector<float*> up;       // the level above's inner map upsampled to this level (all but the top)
+  std::vector<float*> dinner;   // gradient at each inner map
+  std::vector<float*> dstage;   // gradient at each stage output, from its lateral
+  std::vector<const float*> stage_out;
+  std::vector<int> stage_block;  // the backbone block giving each stage output
+  std::vector<int> stage_c;
+  PoolDims top_pool;            // P5 -> P6
+  float* dtop_tmp = nullptr;    // P6's gradient brought to P5's size
 };
 
 // The 2x2/2 transposed convolution of the mask head: the data gradient of a 2x2/2 convolution from
@@ -47,13 +92,15 @@ struct MaskRcnn {
   float* input = nullptr;
   size_t input_per_image = 0;
   nn::Backbone body;
-  int fh = 0, fw = 0, fc = 0, A = 0;
+  Fpn fpn;
+  int fh = 0, fw = 0, fc = 0, A = 0;  // fh, fw: level 0's; A anchors per cell of a level
   std::vector<float> anchors;
-  float* dfeat = nullptr;  // gradient at the feature map [max_batch, fh, fw, fc]
-  // RPN
-  ConvBiasRelu rpn_conv;
-  nn::Linear rpn_obj, rpn_delta;
-  float* drpn_hidden = nullptr;
+  std::vector<FeatureLevel> levels;
+  int pooled_levels = 1;
+  size_t total_anchors = 0;                      // per image
+  float* rpn_obj_all = nullptr;                  // [max_batch, total_anchors] (several levels only)
+  float* rpn_delta_all = nullptr;                // [max_batch, total_anchors, 4]
+  HeadPooling box_pool, mask_pool;
   // Box head
   float* box_pooled = nullptr;  // [max_rois, pool, pool, fc]
   nn::Linear fc6, fc7, cls, bbox;
@@ -71,9 +118,6 @@ struct MaskRcnn {
   // What backward needs of the last forwards.
   int batch = 0;  // images of the last backbone forward (the RoIs' batch indices are below it)
   int last_n = 0, last_rois = 0, last_masks = 0;
-  std::vector<float> box_rois, mask_rois;  // host [R, 5]
-  float* box_rois_dev = nullptr;
-  float* mask_rois_dev = nullptr;
   double backbone_flops = 0, box_flops = 0, mask_flops = 0;
   size_t n_params = 0;
 };
@@ -103,14 +147,17 @@ MaskRcnnSpec maskrcnn_spec(const std::string& variant, int in_h, int in_w, int i
     s.mask_channels = 32;
     s.mask_convs = 2;
   } else if (variant == "maskrcnn_r50") {
-    // ResNet-50 conv1..layer3 (stride 16) as the single level: the reference's C4 variant's trunk.
+    // R-50-FPN (maskrcnn-benchmark's e2e_mask_rcnn_R_50_FPN_1x): P2..P5 from layer1..layer4 and P6,
+    // one anchor size per level.
     s.stem_channels = 64;
     s.stem_kernel = 7;
     s.stem_stride = 2;
     s.stem_maxpool = true;
     s.bottleneck = true;
-    s.stages = {{64, 3, 1}, {128, 4, 2}, {256, 6, 2}};
-    s.anchors.stride = 16;
+    s.stages = {{64, 3, 1}, {128, 4, 2}, {256, 6, 2}, {512, 3, 2}};
+    s.fpn = true;
+    s.fpn_channels = 256;
+    s.anchors.stride = 4;
     s.anchors.sizes = {32, 64, 128, 256, 512};
     s.anchors.ratios = {0.5f, 1.0f, 2.0f};
     s.box_pool = 7;
@@ -126,16 +173,31 @@ MaskRcnnSpec maskrcnn_spec(const std::string& variant, int in_h, int in_w, int i
 
 namespace {
 
+// A k x k convolution (stride 1, same padding) + bias (+ ReLU) over x [max_items, h, w, c_in].
 ConvBiasRelu make_conv_bias_relu(MaskRcnn& n, ParamStore& s, const std::string& name, const float* x, int h, int w,
-                                 int c_in, int c_out, int max_items) {
+                                 int c_in, int c_out, int k, int max_items, bool relu) {
   ConvBiasRelu l;
-  l.conv = nn::make_conv2d(s, name, h, w, c_in, c_out, 3, 1, 1, max_items);
+  l.conv = nn::make_conv2d(s, name, h, w, c_in, c_out, k, 1, k / 2, max_items);
   l.b = add_param(s, name + ".bias", size_t(c_out), ParamKind::bias);
   l.conv.x = x;
   l.rows_per_item = h * w;
+  l.relu = relu;
   l.y = n.buffers.floats(size_t(max_items) * h * w * c_out);
   l.conv.y = l.y;
-  l.dy = n.buffers.floats(size_t(max_items) * h * w * c_out);
+  if (relu) l.dy = n.buffers.floats(size_t(max_items) * h * w * c_out);
+  return l;
+}
+
+// The same layer (its views) over another map of the same channels, with buffers of its own.
+ConvBiasRelu share_conv_bias_relu(MaskRcnn& n, const ConvBiasRelu& l0, const float* x, int h, int w, int max_items) {
+  ConvBiasRelu l = l0;
+  l.conv.dims.h = h;
+  l.conv.dims.w = w;
+  l.conv.x = x;
+  l.rows_per_item = h * w;
+  const size_t size = size_t(max_items) * h * w * l0.conv.dims.c_out;
+  l.y = l.conv.y = n.buffers.floats(size);
+  l.dy = l.relu ? n.buffers.floats(size) : nullptr;
   return l;
 }
 
@@ -153,17 +215,21 @@ void forward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, 
   nn::forward(*n.ops, l.conv, s, a, items);
   const int rows = items * l.rows_per_item;
   add_bias(n, l.y, rows, l.conv.dims.c_out, param_ptr(s, l.b));
-  n.ops->relu_forward(l.y, l.y, size_t(rows) * l.conv.dims.c_out);
+  if (l.relu) n.ops->relu_forward(l.y, l.y, size_t(rows) * l.conv.dims.c_out);
 }
 
 // dy_out: gradient at the layer's output; dx (nullable) overwritten unless accumulate.
 void backward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, int items, const float* dy_out,
               float* dx, bool accumulate, const std::function<void(size_t)>& ready) {
   const int rows = items * l.rows_per_item;
-  n.ops->relu_backward(l.y, dy_out, l.dy, size_t(rows) * l.conv.dims.c_out);
-  bias_backward(n, l.dy, rows, l.conv.dims.c_out, grad_ptr(s, l.b));
+  const float* dy = dy_out;
+  if (l.relu) {
+    n.ops->relu_backward(l.y, dy_out, l.dy, size_t(rows) * l.conv.dims.c_out);
+    dy = l.dy;
+  }
+  bias_backward(n, dy, rows, l.conv.dims.c_out, grad_ptr(s, l.b));
   ready(l.b);
-  nn::backward(*n.ops, l.conv, s, a, items, l.dy, dx, accumulate);
+  nn::backward(*n.ops, l.conv, s, a, items, dy, dx, accumulate);
   ready(l.conv.w);
 }
 
@@ -190,6 +256,80 @@ void deconv_backward(const MaskRcnn& n, const Deconv2x& l, ParamStore& s, Arena&
 
 double linear_flops(const nn::Linear& l) { return 2.0 * l.in * l.out; }
 
+// The FPN over the stage outputs (stage_block: the block giving each), and its levels P2..P5 (+ P6).
+void build_fpn(MaskRcnn& n, ParamStore& s, const std::vector<int>& stage_block) {
+  const MaskRcnnSpec& spec = n.spec;
+  Fpn& f = n.fpn;
+  const int L = int(stage_block.size()), C = spec.fpn_channels, mb = spec.max_batch;
+  f.stage_block = stage_block;
+  f.lateral.resize(size_t(L));
+  f.output.resize(size_t(L));
+  f.up.assign(size_t(L), nullptr);
+  f.dinner.resize(size_t(L));
+  f.dstage.resize(size_t(L));
+  // Coarsest first: the backward goes from the finest level up, so the views finish in reverse
+  // registration order.
+  for (int l = L - 1; l >= 0; --l) {
+    const nn::ResidualBlock& blk = n.body.blocks[size_t(stage_block[size_t(l)])];
+    const int h = blk.out_h, w = blk.out_w;
+    MLPD_CHECK(spec.in_h % h == 0 && spec.in_w % w == 0 && spec.in_h / h == spec.in_w / w,
+               "maskrcnn: the FPN needs input sides a multiple of the coarsest stride");
+    const std::string name = "fpn.level" + std::to_string(l);
+    f.lateral[size_t(l)] = make_conv_bias_relu(n, s, name + ".lateral", blk.out, h, w, blk.c_out, C, 1, mb, false);
+    f.output[size_t(l)] =
+        make_conv_bias_relu(n, s, name + ".output", f.lateral[size_t(l)].y, h, w, C, C, 3, mb, false);
+    if (l < L - 1) {
+      const nn::ResidualBlock& above = n.body.blocks[size_t(stage_block[size_t(l + 1)])];
+      MLPD_CHECK(2 * above.out_h == h && 2 * above.out_w == w,
+                 "maskrcnn: FPN levels must halve exactly (input sides a multiple of the coarsest stride)");
+      f.up[size_t(l)] = n.buffers.floats(size_t(mb) * h * w * C);
+    }
+    f.dinner[size_t(l)] = n.buffers.floats(size_t(mb) * h * w * C);
+    f.dstage[size_t(l)] = n.buffers.floats(size_t(mb) * blk.out_per_image);
+    n.backbone_flops += nn::conv_flops_per_image(f.lateral[size_t(l)].conv) +
+                        nn::conv_flops_per_image(f.output[size_t(l)].conv);
+  }
+  for (int l = 0; l < L; ++l) {
+    FeatureLevel lv;
+    lv.feat = f.output[size_t(l)].y;
+    lv.h = f.output[size_t(l)].conv.dims.h;
+    lv.w = f.output[size_t(l)].conv.dims.w;
+    lv.stride = spec.in_h / lv.h;
+    n.levels.push_back(lv);
+  }
+  if (spec.fpn_top_pool) {
+    const FeatureLevel& top = n.levels.back();
+    f.top_pool = PoolDims{mb, top.h, top.w, C, 1, 2, 0};
+    f.dtop_tmp = n.buffers.floats(size_t(mb) * top.h * top.w * C);
+    FeatureLevel lv;
+    lv.h = f.top_pool.out_h();
+    lv.w = f.top_pool.out_w();
+    lv.stride = 2 * top.stride;
+    lv.feat = n.buffers.floats(size_t(mb) * lv.h * lv.w * C);
+    n.levels.push_back(lv);
+  }
+}
+
+void make_head_pooling(MaskRcnn& n, HeadPooling& hp, int pool, int max_rois) {
+  static_assert(sizeof(int32_t) == sizeof(float), "RoI rows share the float buffers");
+  hp.pool = pool;
+  hp.max_rois = max_rois;
+  hp.rois_dev = n.buffers.floats(size_t(max_rois) * 5);
+  if (n.pooled_levels == 1) return;
+  hp.levels.resize(size_t(n.pooled_levels));
+  for (LevelRois& lr : hp.levels) {
+    lr.rois_dev = n.buffers.floats(size_t(max_rois) * 5);
+    lr.rows_dev = reinterpret_cast<int32_t*>(n.buffers.floats(size_t(max_rois)));
+  }
+  hp.scratch = n.buffers.floats(size_t(max_rois) * pool * pool * n.fc);
+}
+
+// Host data where the ops read it: the host copy on the CPU, its device copy elsewhere.
+template <class T>
+const T* for_ops(const MaskRcnn& n, const std::vector<T>& host, const T* dev) {
+  return n.spec.device == Device::cpu ? host.data() : dev;
+}
+
 }  // namespace
 
 std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s) {
@@ -208,7 +348,8 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
   n.input = n.buffers.floats(n.input_per_image * mb);
   n.body = nn::make_backbone(s, n.buffers, cb, n.input, spec.in_h, spec.in_w, spec.in_c, spec.stem_channels,
                              spec.stem_kernel, spec.stem_stride, spec.stem_maxpool);
-  for (size_t st = 0; st < spec.stages.size(); ++st)
+  std::vector<int> stage_block;
+  for (size_t st = 0; st < spec.stages.size(); ++st) {
     for (int b = 0; b < spec.stages[st].blocks; ++b) {
       const std::string name = "layer" + std::to_string(st + 1) + "." + std::to_string(b);
       const int stride = b == 0 ? spec.stages[st].stride : 1;
@@ -217,32 +358,75 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
       else
         nn::add_basic_block(n.body, s, n.buffers, cb, name, spec.stages[st].channels, stride);
     }
-  n.fh = n.body.out_h;
-  n.fw = n.body.out_w;
-  n.fc = n.body.out_c;
-  MLPD_CHECK(spec.anchors.stride * n.fh == spec.in_h || spec.anchors.stride * (n.fh - 1) < spec.in_h,
-             "maskrcnn: anchor stride does not match the feature map");
-  n.A = spec.anchors.per_cell();
-  n.anchors = make_anchors(spec.anchors, n.fh, n.fw);
-  const size_t cells = size_t(n.fh) * n.fw;
-  n.dfeat = n.buffers.floats(mb * cells * n.fc);
+    stage_block.push_back(int(n.body.blocks.size()) - 1);
+  }
   n.backbone_flops = n.body.flops;
+  if (spec.fpn) {
+    n.fc = spec.fpn_channels;
+    n.pooled_levels = int(spec.stages.size());
+    build_fpn(n, s, stage_block);
+    MLPD_CHECK(spec.anchors.sizes.size() == n.levels.size(), "maskrcnn: the FPN needs one anchor size per RPN level");
+  } else {
+    FeatureLevel lv;
+    lv.feat = n.body.out;
+    lv.h = n.body.out_h;
+    lv.w = n.body.out_w;
+    lv.stride = spec.anchors.stride;
+    MLPD_CHECK(lv.stride * lv.h == spec.in_h || lv.stride * (lv.h - 1) < spec.in_h,
+               "maskrcnn: anchor stride does not match the feature map");
+    n.fc = n.body.out_c;
+    n.levels.push_back(lv);
+  }
+  n.fh = n.levels[0].h;
+  n.fw = n.levels[0].w;
+  for (size_t l = 0; l < n.levels.size(); ++l) {
+    FeatureLevel& lv = n.levels[l];
+    AnchorSpec as = spec.anchors;
+    as.stride = lv.stride;
+    if (spec.fpn) as.sizes = {spec.anchors.sizes[l]};
+    n.A = as.per_cell();
+    const std::vector<float> a = make_anchors(as, lv.h, lv.w);
+    lv.anchor_begin = n.total_anchors;
+    n.total_anchors += a.size() / 4;
+    n.anchors.insert(n.anchors.end(), a.begin(), a.end());
+    lv.dfeat = n.buffers.floats(mb * size_t(lv.cells()) * n.fc);
+  }
 
-  // Rows of the bias GEMMs: the largest of RPN cells, mask-head pixels.
+  // Rows of the bias GEMMs: the largest of the finest level's cells, mask-head pixels.
   const int M = 2 * spec.mask_pool;
+  const size_t cells = size_t(n.levels[0].cells());
   n.ones_count = std::max({mb * cells, size_t(spec.max_masks) * M * M, size_t(spec.max_masks) * spec.mask_pool *
                                                                               spec.mask_pool});
 
-  // RPN head.
-  n.rpn_conv = make_conv_bias_relu(n, s, "rpn.conv", n.body.out, n.fh, n.fw, n.fc, n.fc, spec.max_batch);
-  n.rpn_obj = nn::make_linear(s, "rpn.objectness", n.fc, n.A);
-  n.rpn_delta = nn::make_linear(s, "rpn.deltas", n.fc, 4 * n.A);
-  n.rpn_obj.x = n.rpn_delta.x = n.rpn_conv.y;
-  n.rpn_obj.y = n.buffers.floats(mb * cells * n.A);
-  n.rpn_delta.y = n.buffers.floats(mb * cells * n.A * 4);
-  n.drpn_hidden = n.buffers.floats(mb * cells * n.fc);
-  n.backbone_flops += nn::conv_flops_per_image(n.rpn_conv.conv) +
-                      double(cells) * (linear_flops(n.rpn_obj) + linear_flops(n.rpn_delta));
+  // RPN head, one set of views for every level.
+  const bool several = n.levels.size() > 1;
+  for (size_t l = 0; l < n.levels.size(); ++l) {
+    FeatureLevel& lv = n.levels[l];
+    if (l == 0) {
+      lv.rpn_conv = make_conv_bias_relu(n, s, "rpn.conv", lv.feat, lv.h, lv.w, n.fc, n.fc, 3, spec.max_batch, true);
+      lv.rpn_obj = nn::make_linear(s, "rpn.objectness", n.fc, n.A);
+      lv.rpn_delta = nn::make_linear(s, "rpn.deltas", n.fc, 4 * n.A);
+    } else {
+      lv.rpn_conv = share_conv_bias_relu(n, n.levels[0].rpn_conv, lv.feat, lv.h, lv.w, spec.max_batch);
+      lv.rpn_obj = n.levels[0].rpn_obj;
+      lv.rpn_delta = n.levels[0].rpn_delta;
+    }
+    const size_t lc = size_t(lv.cells());
+    lv.rpn_obj.x = lv.rpn_delta.x = lv.rpn_conv.y;
+    lv.rpn_obj.y = n.buffers.floats(mb * lc * n.A);
+    lv.rpn_delta.y = n.buffers.floats(mb * lc * n.A * 4);
+    lv.drpn_hidden = n.buffers.floats(mb * lc * n.fc);
+    if (several) {
+      lv.dobj = n.buffers.floats(mb * lc * n.A);
+      lv.ddelta = n.buffers.floats(mb * lc * n.A * 4);
+    }
+    n.backbone_flops += nn::conv_flops_per_image(lv.rpn_conv.conv) +
+                        double(lc) * (linear_flops(lv.rpn_obj) + linear_flops(lv.rpn_delta));
+  }
+  if (several) {
+    n.rpn_obj_all = n.buffers.floats(mb * n.total_anchors);
+    n.rpn_delta_all = n.buffers.floats(mb * n.total_anchors * 4);
+  }
 
   // Box head.
   const size_t R = size_t(spec.max_rois);
@@ -273,7 +457,7 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
   int c = n.fc;
   for (int i = 0; i < spec.mask_convs; ++i) {
     n.mask_convs.push_back(make_conv_bias_relu(n, s, "mask.conv" + std::to_string(i + 1), x, mp, mp, c,
-                                               spec.mask_channels, spec.max_masks));
+                                               spec.mask_channels, 3, spec.max_masks, true));
     x = n.mask_convs.back().y;
     c = spec.mask_channels;
     n.mask_flops += nn::conv_flops_per_image(n.mask_convs.back().conv);
@@ -294,8 +478,8 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
   n.ones = n.buffers.floats(n.ones_count);
   const std::vector<float> ones(n.ones_count, 1.0f);
   copy_to_device(spec.device, n.ones, ones.data(), sizeof(float) * ones.size());
-  n.box_rois_dev = n.buffers.floats(R * 5);
-  n.mask_rois_dev = n.buffers.floats(MM * 5);
+  make_head_pooling(n, n.box_pool, spec.box_pool, spec.max_rois);
+  make_head_pooling(n, n.mask_pool, spec.mask_pool, spec.max_masks);
   for (size_t v = first_view; v < s.views.size(); ++v) n.n_params += s.views[v].count;
   return net;
 }
@@ -311,21 +495,32 @@ void init_maskrcnn(MaskRcnn& n, ParamStore& s, uint64_t seed) {
   auto zero = [&](size_t view) { std::fill_n(param_ptr(s, view), s.views[view].count, 0.0f); };
   // maskrcnn-benchmark: RPN and predictors normal(0.01) (box deltas 0.001), biases 0; fc6, fc7
   // Kaiming-uniform with a = 1 (bound sqrt(3 / fan_in)); mask convs Kaiming-normal, fan_out, ReLU.
-  normal(n.rpn_conv.conv.w, 0.01);
-  zero(n.rpn_conv.b);
-  for (const nn::Linear* l : {&n.rpn_obj, &n.rpn_delta, &n.cls}) {
+  const FeatureLevel& l0 = n.levels[0];
+  normal(l0.rpn_conv.conv.w, 0.01);
+  zero(l0.rpn_conv.b);
+  for (const nn::Linear* l : {&l0.rpn_obj, &l0.rpn_delta, static_cast<const nn::Linear*>(&n.cls)}) {
     normal(l->w, 0.01);
     zero(l->b);
   }
   normal(n.bbox.w, 0.001);
   zero(n.bbox.b);
+  // Kaiming-uniform, a = 1: bound sqrt(3 / fan_in).
+  auto kaiming_uniform = [&](size_t view, double fan_in) {
+    const double bound = std::sqrt(3.0 / fan_in);
+    Rng r{seed, view};
+    float* p = param_ptr(s, view);
+    for (size_t i = 0; i < s.views[view].count; ++i) p[i] = float(bound * (2.0 * r.uniform() - 1.0));
+  };
   for (const nn::Linear* l : {&n.fc6, &n.fc7}) {
-    const double bound = std::sqrt(3.0 / l->in);
-    Rng r{seed, l->w};
-    float* p = param_ptr(s, l->w);
-    for (size_t i = 0; i < s.views[l->w].count; ++i) p[i] = float(bound * (2.0 * r.uniform() - 1.0));
+    kaiming_uniform(l->w, l->in);
     zero(l->b);
   }
+  // The FPN's convolutions as maskrcnn-benchmark's conv_with_kaiming_uniform.
+  for (const std::vector<ConvBiasRelu>* convs : {&n.fpn.lateral, &n.fpn.output})
+    for (const ConvBiasRelu& l : *convs) {
+      kaiming_uniform(l.conv.w, double(l.conv.dims.k) * l.conv.dims.k * l.conv.dims.c_in);
+      zero(l.b);
+    }
   for (const ConvBiasRelu& l : n.mask_convs) {
     normal(l.conv.w, std::sqrt(2.0 / (9.0 * l.conv.dims.c_out)));
     zero(l.b);
@@ -339,7 +534,10 @@ void init_maskrcnn(MaskRcnn& n, ParamStore& s, uint64_t seed) {
 size_t maskrcnn_arena_bytes(const MaskRcnn& n) {
   const OpTable& o = *n.ops;
   const int mb = n.spec.max_batch, mm = n.spec.max_masks;
-  size_t f = std::max(nn::scratch_floats(o, n.body, mb), nn::scratch_floats(o, n.rpn_conv.conv, mb));
+  size_t f = nn::scratch_floats(o, n.body, mb);
+  for (const FeatureLevel& lv : n.levels) f = std::max(f, nn::scratch_floats(o, lv.rpn_conv.conv, mb));
+  for (const std::vector<ConvBiasRelu>* convs : {&n.fpn.lateral, &n.fpn.output})
+    for (const ConvBiasRelu& l : *convs) f = std::max(f, nn::scratch_floats(o, l.conv, mb));
   for (const ConvBiasRelu& l : n.mask_convs) f = std::max(f, nn::scratch_floats(o, l.conv, mm));
   f = std::max(f, o.conv2d_scratch_floats(n.deconv.dims));
   return f * sizeof(float) + 4096;
@@ -350,30 +548,152 @@ int maskrcnn_feature_h(const MaskRcnn& n) { return n.fh; }
 int maskrcnn_feature_w(const MaskRcnn& n) { return n.fw; }
 const std::vector<float>& maskrcnn_anchors(const MaskRcnn& n) { return n.anchors; }
 int maskrcnn_mask_size(const MaskRcnn& n) { return 2 * n.spec.mask_pool; }
+int maskrcnn_rpn_levels(const MaskRcnn& n) { return int(n.levels.size()); }
+
+int maskrcnn_roi_level(const MaskRcnn& n, const float* roi) {
+  if (n.pooled_levels == 1) return 0;
+  const double w = std::max(0.0f, roi[3] - roi[1]), h = std::max(0.0f, roi[4] - roi[2]);
+  const double k = std::floor(4.0 + std::log2(std::sqrt(w * h) / n.spec.fpn_canonical_size + 1e-6));
+  const double finest = std::log2(double(n.levels[0].stride));  // 2 for P2
+  return int(std::clamp(k - finest, 0.0, double(n.pooled_levels - 1)));
+}
+
+namespace {
+
+// Top-down: each level's inner map is its lateral plus the level above's, upsampled; then the
+// output convolution; P6 from P5.
+void fpn_forward(MaskRcnn& n, ParamStore& s, Arena& a, int batch) {
+  const OpTable& o = *n.ops;
+  Fpn& f = n.fpn;
+  const int L = int(f.lateral.size()), C = n.spec.fpn_channels;
+  for (int l = L - 1; l >= 0; --l) {
+    const ConvBiasRelu& lat = f.lateral[size_t(l)];
+    forward(n, lat, s, a, batch);
+    if (l < L - 1) {
+      const FeatureLevel& above = n.levels[size_t(l + 1)];
+      o.upsample_nearest2x_forward(f.lateral[size_t(l + 1)].y, batch, above.h, above.w, C, f.up[size_t(l)]);
+      o.add_forward(lat.y, f.up[size_t(l)], lat.y, size_t(batch) * lat.rows_per_item * C);
+    }
+    forward(n, f.output[size_t(l)], s, a, batch);
+  }
+  if (n.spec.fpn_top_pool) {
+    PoolDims d = f.top_pool;
+    d.n = batch;
+    o.maxpool_forward(d, f.output[size_t(L - 1)].y, const_cast<float*>(n.levels[size_t(L)].feat));
+  }
+}
+
+// Mirror of fpn_forward from the levels' gradients (dfeat) to the stage outputs' (fpn.dstage).
+void fpn_backward(MaskRcnn& n, ParamStore& s, Arena& a, int batch, const std::function<void(size_t)>& ready) {
+  const OpTable& o = *n.ops;
+  Fpn& f = n.fpn;
+  const int L = int(f.lateral.size()), C = n.spec.fpn_channels;
+  if (n.spec.fpn_top_pool) {
+    PoolDims d = f.top_pool;
+    d.n = batch;
+    FeatureLevel& top = n.levels[size_t(L - 1)];
+    o.maxpool_backward(d, top.feat, n.levels[size_t(L)].dfeat, f.dtop_tmp);
+    o.add_forward(top.dfeat, f.dtop_tmp, top.dfeat, size_t(batch) * top.cells() * C);
+  }
+  for (int l = 0; l < L; ++l) {
+    const FeatureLevel& lv = n.levels[size_t(l)];
+    backward(n, f.output[size_t(l)], s, a, batch, lv.dfeat, f.dinner[size_t(l)], false, ready);
+    if (l > 0) o.upsample_nearest2x_backward(f.dinner[size_t(l - 1)], batch, lv.h, lv.w, C, f.dinner[size_t(l)]);
+    backward(n, f.lateral[size_t(l)], s, a, batch, f.dinner[size_t(l)], f.dstage[size_t(l)], false, ready);
+  }
+}
+
+}  // namespace
 
 RpnOutputs maskrcnn_rpn_forward(MaskRcnn& n, ParamStore& s, Arena& a, const float* x, int batch, bool train) {
   MLPD_CHECK(batch > 0 && batch <= n.spec.max_batch, "maskrcnn_rpn_forward: batch outside [1, max_batch]");
   const OpTable& o = *n.ops;
   copy_to_device(n.spec.device, n.input, x, sizeof(float) * n.input_per_image * size_t(batch));
   nn::forward(o, n.body, s, a, batch, train);
-  forward(n, n.rpn_conv, s, a, batch);
-  const int rows = batch * n.fh * n.fw;
-  nn::forward(o, n.rpn_obj, s, rows);
-  nn::forward(o, n.rpn_delta, s, rows);
+  if (n.spec.fpn) fpn_forward(n, s, a, batch);
+  for (const FeatureLevel& lv : n.levels) {
+    forward(n, lv.rpn_conv, s, a, batch);
+    const int rows = batch * lv.cells();
+    nn::forward(o, lv.rpn_obj, s, rows);
+    nn::forward(o, lv.rpn_delta, s, rows);
+  }
   n.batch = batch;
   n.last_n = train ? batch : 0;
   n.last_rois = n.last_masks = 0;
-  return {n.rpn_obj.y, n.rpn_delta.y};
+  if (n.levels.size() == 1) return {n.levels[0].rpn_obj.y, n.levels[0].rpn_delta.y};
+  // Each image's anchors level by level.
+  const int total = int(n.total_anchors);
+  for (const FeatureLevel& lv : n.levels) {
+    const int width = lv.cells() * n.A;
+    o.copy_rows(lv.rpn_obj.y, width, batch, width, n.rpn_obj_all + lv.anchor_begin, total);
+    o.copy_rows(lv.rpn_delta.y, 4 * width, batch, 4 * width, n.rpn_delta_all + 4 * lv.anchor_begin, 4 * total);
+  }
+  return {n.rpn_obj_all, n.rpn_delta_all};
 }
 
 namespace {
 
-// rois host [R, 5] -> where the ops read them; batch indices checked against the last forward.
-const float* upload_rois(const MaskRcnn& n, const float* rois, int count, float* dev) {
+// RoIAlign of a head's RoIs (host [count, 5]) into pooled [count, pool, pool, fc]: from the one
+// level, or per level by the RoI's size, each level's rows scattered to the RoIs' places.
+void pool_rois(MaskRcnn& n, HeadPooling& hp, const float* rois, int count, float* pooled) {
+  const OpTable& o = *n.ops;
+  const Device dev = n.spec.device;
   for (int i = 0; i < count; ++i)
     MLPD_CHECK(rois[size_t(i) * 5] >= 0 && rois[size_t(i) * 5] < float(n.batch), "maskrcnn: RoI batch index out of range");
-  copy_to_device(n.spec.device, dev, rois, sizeof(float) * size_t(count) * 5);
-  return n.spec.device == Device::cpu ? rois : dev;
+  hp.rois.assign(rois, rois + size_t(count) * 5);
+  const int p = hp.pool;
+  if (n.pooled_levels == 1) {
+    const FeatureLevel& lv = n.levels[0];
+    copy_to_device(dev, hp.rois_dev, hp.rois.data(), sizeof(float) * hp.rois.size());
+    o.roi_align_forward(lv.feat, n.batch, lv.h, lv.w, n.fc, for_ops(n, hp.rois, hp.rois_dev), count, p, p,
+                        1.0f / float(lv.stride), n.spec.sampling_ratio, false, pooled);
+    return;
+  }
+  for (LevelRois& lr : hp.levels) {
+    lr.rois.clear();
+    lr.rows.clear();
+  }
+  for (int i = 0; i < count; ++i) {
+    const float* r = rois + size_t(i) * 5;
+    LevelRois& lr = hp.levels[size_t(maskrcnn_roi_level(n, r))];
+    lr.rois.insert(lr.rois.end(), r, r + 5);
+    lr.rows.push_back(i);
+  }
+  const int dim = p * p * n.fc;
+  zero_on(dev, pooled, sizeof(float) * size_t(count) * dim);
+  for (size_t l = 0; l < hp.levels.size(); ++l) {
+    const LevelRois& lr = hp.levels[l];
+    const FeatureLevel& lv = n.levels[l];
+    const int k = int(lr.rows.size());
+    if (k == 0) continue;
+    copy_to_device(dev, lr.rois_dev, lr.rois.data(), sizeof(float) * lr.rois.size());
+    copy_to_device(dev, lr.rows_dev, lr.rows.data(), sizeof(int32_t) * lr.rows.size());
+    o.roi_align_forward(lv.feat, n.batch, lv.h, lv.w, n.fc, for_ops(n, lr.rois, lr.rois_dev), k, p, p,
+                        1.0f / float(lv.stride), n.spec.sampling_ratio, false, hp.scratch);
+    o.embedding_scatter_add(pooled, dim, for_ops(n, lr.rows, lr.rows_dev), k, hp.scratch, dim);
+  }
+}
+
+// Adds the pooled rows' gradient (dpooled [count, pool, pool, fc]) into the levels' dfeat.
+void pool_rois_backward(MaskRcnn& n, const HeadPooling& hp, int count, const float* dpooled) {
+  const OpTable& o = *n.ops;
+  const int p = hp.pool;
+  if (n.pooled_levels == 1) {
+    const FeatureLevel& lv = n.levels[0];
+    o.roi_align_backward(dpooled, n.batch, lv.h, lv.w, n.fc, for_ops(n, hp.rois, hp.rois_dev), count, p, p,
+                         1.0f / float(lv.stride), n.spec.sampling_ratio, false, lv.dfeat);
+    return;
+  }
+  const int dim = p * p * n.fc;
+  for (size_t l = 0; l < hp.levels.size(); ++l) {
+    const LevelRois& lr = hp.levels[l];
+    const FeatureLevel& lv = n.levels[l];
+    const int k = int(lr.rows.size());
+    if (k == 0) continue;
+    o.embedding_gather(dpooled, dim, for_ops(n, lr.rows, lr.rows_dev), k, hp.scratch, dim);
+    o.roi_align_backward(hp.scratch, n.batch, lv.h, lv.w, n.fc, for_ops(n, lr.rois, lr.rois_dev), k, p, p,
+                         1.0f / float(lv.stride), n.spec.sampling_ratio, false, lv.dfeat);
+  }
 }
 
 }  // namespace
@@ -382,10 +702,7 @@ BoxHeadOutputs maskrcnn_box_forward(MaskRcnn& n, ParamStore& s, Arena& /*a*/, co
   MLPD_CHECK(count > 0 && count <= n.spec.max_rois, "maskrcnn_box_forward: RoIs outside [1, max_rois]");
   MLPD_CHECK(n.batch > 0, "maskrcnn_box_forward: needs a backbone forward first");
   const OpTable& o = *n.ops;
-  n.box_rois.assign(rois, rois + size_t(count) * 5);
-  const float* r = upload_rois(n, n.box_rois.data(), count, n.box_rois_dev);
-  o.roi_align_forward(n.body.out, n.batch, n.fh, n.fw, n.fc, r, count, n.spec.box_pool, n.spec.box_pool,
-                      1.0f / float(n.spec.anchors.stride), n.spec.sampling_ratio, false, n.box_pooled);
+  pool_rois(n, n.box_pool, rois, count, n.box_pooled);
   nn::forward(o, n.fc6, s, count);
   o.relu_forward(n.fc6.y, n.fc6.y, size_t(count) * n.fc6.out);
   nn::forward(o, n.fc7, s, count);
@@ -400,11 +717,8 @@ const float* maskrcnn_mask_forward(MaskRcnn& n, ParamStore& s, Arena& a, const f
   MLPD_CHECK(count > 0 && count <= n.spec.max_masks, "maskrcnn_mask_forward: RoIs outside [1, max_masks]");
   MLPD_CHECK(n.batch > 0, "maskrcnn_mask_forward: needs a backbone forward first");
   const OpTable& o = *n.ops;
-  n.mask_rois.assign(rois, rois + size_t(count) * 5);
-  const float* r = upload_rois(n, n.mask_rois.data(), count, n.mask_rois_dev);
-  const int mp = n.spec.mask_pool, M = 2 * mp;
-  o.roi_align_forward(n.body.out, n.batch, n.fh, n.fw, n.fc, r, count, mp, mp,
-                      1.0f / float(n.spec.anchors.stride), n.spec.sampling_ratio, false, n.mask_pooled);
+  const int M = 2 * n.spec.mask_pool;
+  pool_rois(n, n.mask_pool, rois, count, n.mask_pooled);
   for (const ConvBiasRelu& l : n.mask_convs) forward(n, l, s, a, count);
   deconv_forward(n, n.deconv, s, a, count);
   nn::forward(o, n.mask_pred, s, count * M * M);
@@ -417,11 +731,10 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
   MLPD_CHECK(n.last_n > 0, "maskrcnn_backward: needs a train-mode forward");
   const OpTable& o = *n.ops;
   const int batch = n.last_n;
-  const size_t feat = size_t(batch) * n.fh * n.fw * n.fc;
-  zero_on(n.spec.device, n.dfeat, sizeof(float) * feat);
-  const float scale = 1.0f / float(n.spec.anchors.stride);
+  for (const FeatureLevel& lv : n.levels)
+    zero_on(n.spec.device, lv.dfeat, sizeof(float) * size_t(batch) * lv.cells() * n.fc);
   // Mask head (registered last: its views finish first).
-  const int mp = n.spec.mask_pool, M = 2 * mp;
+  const int M = 2 * n.spec.mask_pool;
   const int masks = g.mask_logits ? n.last_masks : 0;
   if (masks > 0) {
     nn::backward(o, n.mask_pred, s, masks * M * M, g.mask_logits, n.deconv.dy);
@@ -434,9 +747,7 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
       float* dx = i == 0 ? n.dmask_pooled : n.mask_convs[i - 1].dy;
       backward(n, n.mask_convs[i], s, a, masks, n.mask_convs[i].dy, dx, false, ready);
     }
-    const float* r = n.spec.device == Device::cpu ? n.mask_rois.data() : n.mask_rois_dev;
-    o.roi_align_backward(n.dmask_pooled, batch, n.fh, n.fw, n.fc, r, masks, mp, mp, scale, n.spec.sampling_ratio,
-                         false, n.dfeat);
+    pool_rois_backward(n, n.mask_pool, masks, n.dmask_pooled);
   } else {
     for (size_t v : {n.mask_pred.b, n.mask_pred.w, n.deconv.b, n.deconv.w}) ready(v);
     for (size_t i = n.mask_convs.size(); i-- > 0;) {
@@ -463,36 +774,60 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
     nn::backward(o, n.fc6, s, rois, n.dfc6, n.dbox_pooled);
     ready(n.fc6.b);
     ready(n.fc6.w);
-    const float* r = n.spec.device == Device::cpu ? n.box_rois.data() : n.box_rois_dev;
-    o.roi_align_backward(n.dbox_pooled, batch, n.fh, n.fw, n.fc, r, rois, n.spec.box_pool, n.spec.box_pool, scale,
-                         n.spec.sampling_ratio, false, n.dfeat);
+    pool_rois_backward(n, n.box_pool, rois, n.dbox_pooled);
   } else {
     for (const nn::Linear* l : {&n.bbox, &n.cls, &n.fc7, &n.fc6}) {
       ready(l->b);
       ready(l->w);
     }
   }
-  // RPN head: its hidden layer's gradient is the sum of both predictors'.
-  const int rows = batch * n.fh * n.fw;
-  nn::backward(o, n.rpn_delta, s, rows, g.rpn_deltas, n.rpn_conv.dy);
-  ready(n.rpn_delta.b);
-  ready(n.rpn_delta.w);
-  nn::backward(o, n.rpn_obj, s, rows, g.objectness, n.drpn_hidden);
-  o.add_forward(n.drpn_hidden, n.rpn_conv.dy, n.drpn_hidden, size_t(rows) * n.fc);
-  ready(n.rpn_obj.b);
-  ready(n.rpn_obj.w);
-  backward(n, n.rpn_conv, s, a, batch, n.drpn_hidden, n.dfeat, true, ready);
-  nn::backward(o, n.body, s, a, batch, n.dfeat, ready);
+  // RPN head, the same views on every level: its hidden layer's gradient is the sum of both
+  // predictors'; the views are ready after the last level.
+  const bool several = n.levels.size() > 1;
+  const int total = int(n.total_anchors);
+  for (FeatureLevel& lv : n.levels) {
+    const int rows = batch * lv.cells(), width = lv.cells() * n.A;
+    const float* dobj = g.objectness;
+    const float* ddelta = g.rpn_deltas;
+    if (several) {
+      o.copy_rows(g.objectness + lv.anchor_begin, total, batch, width, lv.dobj, width);
+      o.copy_rows(g.rpn_deltas + 4 * lv.anchor_begin, 4 * total, batch, 4 * width, lv.ddelta, 4 * width);
+      dobj = lv.dobj;
+      ddelta = lv.ddelta;
+    }
+    nn::backward(o, lv.rpn_delta, s, rows, ddelta, lv.rpn_conv.dy);
+    nn::backward(o, lv.rpn_obj, s, rows, dobj, lv.drpn_hidden);
+    o.add_forward(lv.drpn_hidden, lv.rpn_conv.dy, lv.drpn_hidden, size_t(rows) * n.fc);
+  }
+  const FeatureLevel& l0 = n.levels[0];
+  for (size_t v : {l0.rpn_delta.b, l0.rpn_delta.w, l0.rpn_obj.b, l0.rpn_obj.w}) ready(v);
+  const std::function<void(size_t)> not_yet = [](size_t) {};
+  for (size_t l = 0; l < n.levels.size(); ++l) {
+    const FeatureLevel& lv = n.levels[l];
+    backward(n, lv.rpn_conv, s, a, batch, lv.drpn_hidden, lv.dfeat, true, l + 1 == n.levels.size() ? ready : not_yet);
+  }
+  if (!n.spec.fpn) {
+    nn::backward(o, n.body, s, a, batch, l0.dfeat, ready);
+  } else {
+    fpn_backward(n, s, a, batch, ready);
+    const Fpn& f = n.fpn;
+    std::vector<const float*> block_dy(n.body.blocks.size(), nullptr);
+    for (size_t l = 0; l + 1 < f.stage_block.size(); ++l) block_dy[size_t(f.stage_block[l])] = f.dstage[l];
+    nn::backward(o, n.body, s, a, batch, f.dstage.back(), ready, block_dy);
+  }
   n.last_n = 0;
 }
 
 std::string maskrcnn_summary(const MaskRcnn& n) {
-  char buf[320];
+  char buf[360];
   std::snprintf(buf, sizeof buf,
-                "%s: %zu params, %.2f MFLOPs/image fwd (backbone + RPN), %.2f MFLOPs/RoI box head, %.2f MFLOPs/RoI "
-                "mask head, input %dx%dx%d, feature map %dx%dx%d, %d anchors, %d classes",
-                n.spec.variant.c_str(), n.n_params, n.backbone_flops / 1e6, n.box_flops / 1e6, n.mask_flops / 1e6,
-                n.spec.in_h, n.spec.in_w, n.spec.in_c, n.fh, n.fw, n.fc, int(n.anchors.size() / 4), n.spec.classes);
+                "%s: %zu params, %.2f MFLOPs/image fwd (backbone%s + RPN), %.2f MFLOPs/RoI box head, %.2f MFLOPs/RoI "
+                "mask head, input %dx%dx%d, %s %dx%dx%d%s, %d anchors, %d classes",
+                n.spec.variant.c_str(), n.n_params, n.backbone_flops / 1e6, n.spec.fpn ? " + FPN" : "",
+                n.box_flops / 1e6, n.mask_flops / 1e6, n.spec.in_h, n.spec.in_w, n.spec.in_c,
+                n.spec.fpn ? "feature maps from" : "feature map", n.fh, n.fw, n.fc,
+                n.spec.fpn ? (" (" + std::to_string(n.levels.size()) + " levels)").c_str() : "",
+                int(n.anchors.size() / 4), n.spec.classes);
   return buf;
 }
 

@@ -1,9 +1,19 @@
 // Mask R-CNN's networks (the box logic between them is rcnn_boxes.h, on the host): a ResNet
-// backbone giving one feature map, the RPN head on it, and on RoIs pooled from it by RoIAlign the
-// box head and the mask head. NHWC throughout.
-//   backbone   ResNet stem + stages (batch norm), one feature map [n, fh, fw, C] at `stride`
+// backbone giving one feature map or, with an FPN, one per stage, the RPN head on every level, and
+// on RoIs pooled by RoIAlign the box head and the mask head. NHWC throughout.
+//   backbone   ResNet stem + stages (batch norm); without FPN the last stage's output is the one
+//              feature map [n, fh, fw, C] at anchors.stride
+//   fpn        (spec.fpn) per stage output C_l a lateral 1x1 conv + bias to fpn_channels, summed
+//              with the nearest-2x upsampled sum of the level above (top-down), then a 3x3 conv +
+//              bias: P_l at the stage's stride; P6 = P5 subsampled by 2 (a 1x1/2 max pool) for the
+//              RPN only. maskrcnn-benchmark's FPN, no activations.
 //   rpn        3x3 conv C->C + bias + ReLU, then per cell a linear C->A (objectness logits) and
-//              C->4A (box deltas): outputs [n, fh*fw*A] and [n, fh*fw*A, 4] in the anchors' order
+//              C->4A (box deltas), the same weights on every level: outputs [n, anchors] and
+//              [n, anchors, 4] in the anchors' order (level by level, then cell, then anchor).
+//              With an FPN, level l's anchors have the one size anchors.sizes[l] (and every ratio).
+//   levels     with an FPN each RoI is pooled from P_k, k = floor(4 + log2(sqrt(area) /
+//              fpn_canonical_size)) clamped to the pooled levels (P2..P5 for ResNet-50), as
+//              maskrcnn-benchmark's LevelMapper (area from x2 - x1, our box convention)
 //   box head   RoIAlign box_pool x box_pool -> fc6 (ReLU) -> fc7 (ReLU) -> class logits [R, classes]
 //              and class-specific deltas [R, classes*4]
 //   mask head  RoIAlign mask_pool x mask_pool -> mask_convs x (3x3 conv + bias + ReLU) -> 2x2/2
@@ -12,8 +22,8 @@
 // RoIAlign: sampling ratio `sampling_ratio`, aligned false (MLPerf v0.7's maskrcnn-benchmark).
 // Biases of convolutions are added as a rank-1 GEMM with a vector of ones (and reduced back the
 // same way), so that the heads use only the ops both devices have.
-// Where it differs from MLPerf's reference R-50-FPN: one feature level (no FPN, so no level
-// assignment of RoIs); the reference's frozen first stage and frozen batch norm are trained here.
+// Where it differs from MLPerf's reference R-50-FPN: the reference's frozen first stage and frozen
+// batch norm are trained here; the mini model has one feature level and no FPN.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +51,12 @@ struct MaskRcnnSpec {
   bool stem_maxpool = false;
   bool bottleneck = false;  // bottleneck blocks (ResNet-50) instead of basic ones
   std::vector<MaskRcnnStage> stages;
-  AnchorSpec anchors;       // anchors.stride == the backbone's stride
+  AnchorSpec anchors;       // without FPN anchors.stride == the backbone's stride; with one, the
+                            // sizes are one per RPN level and the strides come from the levels
+  bool fpn = false;
+  int fpn_channels = 256;
+  bool fpn_top_pool = true;           // P6 for the RPN
+  float fpn_canonical_size = 224.0f;  // RoIs of this size go to P4
   int box_pool = 7, box_fc = 256;
   int mask_pool = 14, mask_channels = 32, mask_convs = 2;
   int sampling_ratio = 2;
@@ -52,8 +67,8 @@ struct MaskRcnnSpec {
   Device device = Device::cpu;
 };
 
-// "maskrcnn_mini" (96x96 scenes: stride 8, 12x12x64) and "maskrcnn_r50" (ResNet-50 through
-// layer3, stride 16, for the reference-scale build check); UserError for an unknown name.
+// "maskrcnn_mini" (96x96 scenes: stride 8, 12x12x64) and "maskrcnn_r50" (ResNet-50 with the FPN,
+// P2..P6, the reference's R-50-FPN: input sides a multiple of 32); UserError for an unknown name.
 MaskRcnnSpec maskrcnn_spec(const std::string& variant, int in_h, int in_w, int in_c, int classes, int max_batch,
                            int max_rois, int max_masks);
 
@@ -63,8 +78,12 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
 void init_maskrcnn(MaskRcnn& net, ParamStore& store, uint64_t seed);
 size_t maskrcnn_arena_bytes(const MaskRcnn& net);
 const MaskRcnnSpec& maskrcnn_spec_of(const MaskRcnn& net);
+// The finest feature level's size (the only level without FPN), and the RPN's level count.
 int maskrcnn_feature_h(const MaskRcnn& net);
 int maskrcnn_feature_w(const MaskRcnn& net);
+int maskrcnn_rpn_levels(const MaskRcnn& net);
+// The pooled level (0 the finest) an RoI [5] (batch index, x1, y1, x2, y2) is pooled from.
+int maskrcnn_roi_level(const MaskRcnn& net, const float* roi);
 // One image's anchors, host [fh*fw*A, 4] pixels.
 const std::vector<float>& maskrcnn_anchors(const MaskRcnn& net);
 int maskrcnn_mask_size(const MaskRcnn& net);  // M
