@@ -101,18 +101,7 @@ def torch_child(args):
     fmt = torch.channels_last if args.layout == "channels_last" else torch.contiguous_format
     host_seconds = [0.0]  # the step's box logic (no gradient), for the report
 
-    def conv_bn(ci, co, k, s, p):
-        return nn.Sequential(nn.Conv2d(ci, co, k, s, p, bias=False), nn.BatchNorm2d(co, eps=1e-5, momentum=0.1))
-
-    class Block(nn.Module):
-        def __init__(self, ci, co, s):
-            super().__init__()
-            self.a, self.b = conv_bn(ci, co, 3, s, 1), conv_bn(co, co, 3, 1, 1)
-            self.proj = conv_bn(ci, co, 1, s, 0) if (s != 1 or ci != co) else None
-
-        def forward(self, x):
-            y = self.b(F.relu(self.a(x)))
-            return F.relu(y + (self.proj(x) if self.proj is not None else x))
+    conv_bn, Block = torch_peer.resnet_basic_parts(nn, F)
 
     # ---- box logic (rcnn_boxes.cpp), boxes (x1, y1, x2, y2) in pixels, batched over images
     def anchors_for(fh, fw):  # [fh * fw * 9, 4] in the order (y, x, a), a ratio-major as ours

@@ -38,6 +38,25 @@ def start_child(args):
     return torch
 
 
+def resnet_basic_parts(nn, F):
+    """conv + batch norm (eps 1e-5) and the ResNet basic block (3x3, 3x3, 1x1 projection where the
+    stride or width changes) of our mini backbones (src/nn/conv_bn.h)."""
+    def conv_bn(ci, co, k, s, p):
+        return nn.Sequential(nn.Conv2d(ci, co, k, s, p, bias=False), nn.BatchNorm2d(co, eps=1e-5, momentum=0.1))
+
+    class Block(nn.Module):
+        def __init__(self, ci, co, s):
+            super().__init__()
+            self.a, self.b = conv_bn(ci, co, 3, s, 1), conv_bn(co, co, 3, 1, 1)
+            self.proj = conv_bn(ci, co, 1, s, 0) if (s != 1 or ci != co) else None
+
+        def forward(self, x):
+            y = self.b(F.relu(self.a(x)))
+            return F.relu(y + (self.proj(x) if self.proj is not None else x))
+
+    return conv_bn, Block
+
+
 def slowest_step_times(torch, args, times):
     """Each step's time on the slowest process (a step ends when every process has finished it)."""
     if args.world == 1:
