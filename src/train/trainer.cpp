@@ -221,7 +221,10 @@ class TrainLoop final : public LoopServices {
     mllog_event(log_, m.mllog_key, metric_log_value(m, o.metric, o.secondary), meta);
     mllog_end(log_, keys::kEvalStop, nullptr, {{keys::kEpochNum, epoch}});
     std::string extras;
-    for (size_t i = 0; i < m.secondary.size(); ++i) extras += fmt::format(" | {} {:.6f}", m.secondary[i], o.secondary[i]);
+    for (size_t i = 0; i < m.secondary.size(); ++i) {
+      extras += fmt::format(" | {} {:.6f}", m.secondary[i], o.secondary[i]);
+      if (i < in_value) extras += fmt::format(" (target {:.4f})", targets_[i + 1]);  // a part of the metric
+    }
     spdlog::info("eval epoch {} | {} {:.4f} (target {}{:.4f}){} | {:.0f} samples in {:.1f} s", epoch, m.name, o.metric,
                  m.higher_is_better ? "" : "<= ", target_, extras, o.samples, seconds_since(te));
     std::vector<double> values{o.metric};

@@ -37,6 +37,8 @@ for k in num_image_candidates min_image_size max_image_size opt_learning_rate_wa
   grep -q "\"key\":\"$k\"" "$log" || fail "$k not logged"
 done
 grep -E "^eval epoch|^throughput" "$WORK/train.txt"
+grep -qE "^eval epoch 1 \| mAP [0-9.]+ \(target [0-9.]+\) \| SEGM [0-9.]+ \(target [0-9.]+\) \| AP50" "$WORK/train.txt" ||
+  fail "the eval line does not show both parts with their targets"
 
 args=(train --benchmark maskrcnn --scale mini --data-dir "$DATA" --results-dir "$WORK/eq" --progress-seconds 1000
       --max-steps 3)

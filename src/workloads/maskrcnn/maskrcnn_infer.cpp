@@ -28,10 +28,7 @@ std::vector<ImageDetections> maskrcnn_infer_batch(MaskRcnn& net, ParamStore& sto
     const Proposals p = make_proposals(spec.proposals, anchors.data(), obj.data() + size_t(i) * AN,
                                        del.data() + size_t(i) * AN * 4, AN, H, W);
     const int keep = std::min(p.count(), sp.max_rois - static_cast<int>(rois.size() / 5));
-    for (int r = 0; r < keep; ++r) {
-      rois.push_back(float(i));
-      rois.insert(rois.end(), p.boxes.begin() + r * 4, p.boxes.begin() + r * 4 + 4);
-    }
+    append_rois(rois, i, p.boxes.data(), keep);
     first[size_t(i) + 1] = static_cast<int>(rois.size() / 5);
   }
   const int R = static_cast<int>(rois.size() / 5);
@@ -55,10 +52,7 @@ std::vector<ImageDetections> maskrcnn_infer_batch(MaskRcnn& net, ParamStore& sto
       d.scores.resize(size_t(std::max(room, 0)));
       d.labels.resize(size_t(std::max(room, 0)));
     }
-    for (int j = 0; j < d.count(); ++j) {
-      mask_rois.push_back(float(i));
-      mask_rois.insert(mask_rois.end(), d.boxes.begin() + j * 4, d.boxes.begin() + j * 4 + 4);
-    }
+    append_rois(mask_rois, i, d.boxes.data(), d.count());
   }
   const int F = static_cast<int>(mask_rois.size() / 5);
   if (F == 0) return out;

@@ -69,10 +69,7 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
     samples[size_t(i)] = sample_rois(spec.rois, p, t.boxes.data(), t.labels.data(), t.count(), spec.seed,
                                      kRoiSampleStream, key + uint64_t(i));
     const RoiSample& s = samples[size_t(i)];
-    for (int r = 0; r < s.count(); ++r) {
-      b.rois.push_back(float(i));
-      b.rois.insert(b.rois.end(), s.rois.begin() + r * 4, s.rois.begin() + r * 4 + 4);
-    }
+    append_rois(b.rois, i, s.rois.data(), s.count());
   }
   const int R = static_cast<int>(b.rois.size() / 5);
   MLPD_CHECK(R <= sp.max_rois, "maskrcnn: more sampled RoIs than the model's max_rois");
@@ -120,10 +117,7 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
     s.labels.resize(size_t(s.foreground));
     s.matched.resize(size_t(s.foreground));
     mask_t[size_t(i)] = mask_targets(s, targets[size_t(i)].masks, H, W, M);
-    for (int r = 0; r < s.foreground; ++r) {
-      b.mask_rois.push_back(float(i));
-      b.mask_rois.insert(b.mask_rois.end(), s.rois.begin() + r * 4, s.rois.begin() + r * 4 + 4);
-    }
+    append_rois(b.mask_rois, i, s.rois.data(), s.foreground);
   }
   const int F = static_cast<int>(b.mask_rois.size() / 5);
   if (F > 0) {

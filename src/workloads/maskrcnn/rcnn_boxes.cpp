@@ -115,6 +115,13 @@ void centre_range(float a, float b, int size, int& lo, int& hi) {
 
 // =============================== anchors and the box coder ===============================
 
+void append_rois(std::vector<float>& rois, int image, const float* boxes, int count) {
+  for (int r = 0; r < count; ++r) {
+    rois.push_back(float(image));
+    rois.insert(rois.end(), boxes + size_t(r) * 4, boxes + size_t(r) * 4 + 4);
+  }
+}
+
 std::vector<float> make_anchors(const AnchorSpec& spec, int feat_h, int feat_w) {
   MLPD_CHECK(feat_h >= 0 && feat_w >= 0, "make_anchors: negative feature map size");
   MLPD_CHECK(spec.stride > 0 && !spec.sizes.empty() && !spec.ratios.empty(), "make_anchors: empty anchor spec");

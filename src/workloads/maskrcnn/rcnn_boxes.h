@@ -40,6 +40,9 @@ void decode_box(const float* ref, const float* delta, const BoxWeights& w, float
 // Clips to [0, img_w] x [0, img_h].
 void clip_box(float* box, int img_h, int img_w);
 
+// Appends `count` boxes [count, 4] to rois as RoI rows [5] (image index in the batch, x1, y1, x2, y2).
+void append_rois(std::vector<float>& rois, int image, const float* boxes, int count);
+
 // ---- RPN anchor targets for one image. Anchors reaching more than `straddle` pixels outside the
 // image are ignored (< 0: none ignored). Each remaining anchor: positive if its best IoU with a
 // ground-truth box >= pos_iou, or if it is (one of) the best remaining anchor(s) of some box (IoU
