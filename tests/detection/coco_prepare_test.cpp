@@ -3,8 +3,6 @@
 // one image without annotations (left out of train), a val file; then what the loader reads back.
 #include <gtest/gtest.h>
 
-#include <turbojpeg.h>
-
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -12,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../datasets/temp_dir.h"
+#include "tiny_coco.h"
 #include "core/check.h"
 #include "detection/coco_convert.h"
 #include "detection/detection_data.h"
@@ -20,52 +19,7 @@ using namespace mlpd;
 
 namespace {
 
-void write_jpeg(const std::string& path, int w, int h, int channels) {
-  std::vector<unsigned char> px(size_t(w) * h * channels);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int c = 0; c < channels; ++c) px[(size_t(y) * w + x) * channels + c] = (unsigned char)((x * 7 + y * 3 + c * 50) % 256);
-  tjhandle t = tjInitCompress();
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  ASSERT_EQ(tjCompress2(t, px.data(), w, 0, h, channels == 3 ? TJPF_RGB : TJPF_GRAY, &out, &size,
-                        channels == 3 ? TJSAMP_444 : TJSAMP_GRAY, 95, 0),
-            0);
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<char*>(out), std::streamsize(size));
-  tjFree(out);
-  tjDestroy(t);
-}
-
-void write_set(const TempDir& d) {
-  std::filesystem::create_directories(d.path / "annotations");
-  std::filesystem::create_directories(d.path / "train2017");
-  std::filesystem::create_directories(d.path / "val2017");
-  write_jpeg(d / "train2017/a.jpg", 64, 32, 3);
-  write_jpeg(d / "train2017/b.jpg", 40, 40, 1);
-  write_jpeg(d / "train2017/empty.jpg", 20, 20, 3);
-  write_jpeg(d / "val2017/v.jpg", 32, 64, 3);
-  using nlohmann::json;
-  const json cats = json::array({{{"id", 90}, {"name", "toothbrush"}}, {{"id", 1}, {"name", "person"}}});
-  json train = {{"categories", cats},
-                {"images", json::array({{{"id", 7}, {"file_name", "a.jpg"}, {"height", 32}, {"width", 64}},
-                                        {{"id", 3}, {"file_name", "b.jpg"}, {"height", 40}, {"width", 40}},
-                                        {{"id", 9}, {"file_name", "empty.jpg"}, {"height", 20}, {"width", 20}}})},
-                {"annotations",
-                 json::array({{{"id", 1}, {"image_id", 7}, {"category_id", 90}, {"bbox", {8, 4, 32, 16}},
-                               {"area", 512}, {"iscrowd", 0},
-                               {"segmentation", json::array({json::array({8, 4, 40, 4, 40, 20, 8, 20})})}},
-                              {{"id", 3}, {"image_id", 7}, {"category_id", 1}, {"bbox", {1, 1, 1, 1}}, {"area", 0},
-                               {"iscrowd", 0}, {"segmentation", json::array({json::array({1, 1, 2, 2})})}},
-                              {{"id", 2}, {"image_id", 3}, {"category_id", 1}, {"bbox", {0, 0, 40, 40}}, {"area", 1600},
-                               {"iscrowd", 1}, {"segmentation", {{"size", {40, 40}}, {"counts", "0PP3"}}}}})}};
-  // "0PP3" is a full 48x64 mask in pycocotools' string form: wrong size here, so use the list form.
-  train["annotations"][2]["segmentation"] = {{"size", {40, 40}}, {"counts", json::array({0, 1600})}};
-  json val = {{"categories", cats},
-              {"images", json::array({{{"id", 5}, {"file_name", "v.jpg"}, {"height", 64}, {"width", 32}}})},
-              {"annotations", json::array()}};
-  std::ofstream(d / "annotations/instances_train2017.json") << train.dump();
-  std::ofstream(d / "annotations/instances_val2017.json") << val.dump();
-}
+void write_set(const TempDir& d) { test::write_tiny_coco(d.path); }
 
 }  // namespace
 
@@ -120,7 +74,7 @@ TEST(CocoPrepare, CorruptOrMissingInputsAreNamed) {
     EXPECT_NE(std::string(e.what()).find("a.jpg"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(d / "out.h5"));  // nothing half-written
-  write_jpeg(d / "train2017/a.jpg", 60, 32, 3);  // not the 64x32 the JSON says
+  test::write_jpeg(d / "train2017/a.jpg", 60, 32, 3);  // not the 64x32 the JSON says
   try {
     prepare_coco(o, d / "out.h5", "ssd");
     FAIL() << "a size mismatch was accepted";

@@ -15,7 +15,7 @@ dropout: 0.2
 label_smoothing: 0.1
 max_sequence_length: 64          # tokens per side; longer training pairs are discarded or truncated
 max_sequence_length_method: discard
-global_batch_size: 64            # sentence pairs (calibrated: README.md)
+global_batch_size: 32            # sentence pairs (calibrated: README.md)
 opt_name: adam
 opt_base_learning_rate: 0.002
 opt_adam_beta_1: 0.9
@@ -23,8 +23,8 @@ opt_adam_beta_2: 0.999
 opt_adam_epsilon: 1e-8
 lr_schedule: gnmt                # exponential warmup, constant, then decay_steps halvings
 opt_learning_rate_warmup_steps: 200
-opt_learning_rate_remain_steps: 1500
-opt_learning_rate_decay_interval: 200
+opt_learning_rate_remain_steps: 3000
+opt_learning_rate_decay_interval: 400
 opt_learning_rate_decay_steps: 4
 opt_learning_rate_decay_factor: 0.5
 grad_clip_norm: 5.0

@@ -38,7 +38,7 @@ seed: 1
 )";
 
 const std::string kMaskrcnnReferenceDefaults = R"(# maskrcnn, reference scale: COCO 2017 (MLPerf v0.7's Mask R-CNN hyperparameters)
-# Not runnable as MLPerf's model yet: the R-50 trunk here has no FPN (src/workloads/maskrcnn/README.md).
+# R-50-FPN as MLPerf's; its batch norm is trained where the reference freezes it (README.md).
 model: maskrcnn_r50
 global_batch_size: 16
 model_bn_span: 0
