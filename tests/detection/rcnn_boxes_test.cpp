@@ -357,6 +357,37 @@ TEST(RcnnProposals, EqualScoresRankLowerIndexFirst) {
   EXPECT_EQ(p.boxes[4], 20.0f);
 }
 
+// Two levels: NMS stays within a level (level 1's box overlapping level 0's best survives), each
+// level keeps its own pre/post top-k, and the merged list is the best post_nms_topk by score.
+TEST(RcnnProposals, LevelsHaveTheirOwnNmsAndTheBestOverAllLevelsAreKept) {
+  const std::vector<float> anchors = flat({{0, 0, 40, 40}, {2, 2, 40, 40}, {60, 0, 90, 30},  // level 0
+                                           {0, 0, 40, 41}, {60, 60, 90, 90}});               // level 1
+  const std::vector<float> obj{5, 4, 1, 3, 2}, deltas(5 * 4, 0.0f);
+  ProposalSpec spec;
+  spec.pre_nms_topk = 3;
+  spec.post_nms_topk = 10;
+  spec.nms_iou = 0.7f;
+  // Level 0: anchor 1 (IoU 0.90 with anchor 0) suppressed; level 1 keeps anchor 3 though it
+  // overlaps anchor 0 as much.
+  Proposals p = make_level_proposals(spec, anchors.data(), obj.data(), deltas.data(), {0, 3, 5}, 100, 100);
+  EXPECT_EQ(p.scores, (std::vector<float>{5, 3, 2, 1}));
+  expect_box_near({0, 0, 40, 41}, box_at(p.boxes, 1), 0, "level 1's overlapping box");
+  // One NMS over all five (one level) suppresses it.
+  spec.pre_nms_topk = 5;
+  p = make_level_proposals(spec, anchors.data(), obj.data(), deltas.data(), {0, 5}, 100, 100);
+  EXPECT_EQ(p.scores, (std::vector<float>{5, 2, 1}));
+  spec.pre_nms_topk = 3;
+  // post_nms_topk over the levels, and pre_nms_topk per level.
+  spec.post_nms_topk = 2;
+  p = make_level_proposals(spec, anchors.data(), obj.data(), deltas.data(), {0, 3, 5}, 100, 100);
+  EXPECT_EQ(p.scores, (std::vector<float>{5, 3}));
+  spec.post_nms_topk = 10;
+  spec.pre_nms_topk = 1;
+  p = make_level_proposals(spec, anchors.data(), obj.data(), deltas.data(), {0, 3, 5}, 100, 100);
+  EXPECT_EQ(p.scores, (std::vector<float>{5, 3}));
+  EXPECT_ANY_THROW(make_level_proposals(spec, anchors.data(), obj.data(), deltas.data(), {1, 5}, 100, 100));
+}
+
 // ---- RoI sampling and the box loss
 
 TEST(RcnnRoiSample, GtAppendedLabelsMatchedDeltasConsistent) {

@@ -22,11 +22,12 @@ std::vector<ImageDetections> maskrcnn_infer_batch(MaskRcnn& net, ParamStore& sto
   copy_to_host(dev, obj.data(), rpn.objectness, sizeof(float) * obj.size());
   copy_to_host(dev, del.data(), rpn.deltas, sizeof(float) * del.size());
   // Box head on every image's proposals, as many as max_rois holds.
+  const std::vector<int> levels = maskrcnn_level_first_anchor(net);
   std::vector<float> rois;
   std::vector<int> first(static_cast<size_t>(n) + 1, 0);
   for (int i = 0; i < n; ++i) {
-    const Proposals p = make_proposals(spec.proposals, anchors.data(), obj.data() + size_t(i) * AN,
-                                       del.data() + size_t(i) * AN * 4, AN, H, W);
+    const Proposals p = make_level_proposals(spec.proposals, anchors.data(), obj.data() + size_t(i) * AN,
+                                             del.data() + size_t(i) * AN * 4, levels, H, W);
     const int keep = std::min(p.count(), sp.max_rois - static_cast<int>(rois.size() / 5));
     append_rois(rois, i, p.boxes.data(), keep);
     first[size_t(i) + 1] = static_cast<int>(rois.size() / 5);

@@ -549,6 +549,12 @@ int maskrcnn_feature_w(const MaskRcnn& n) { return n.fw; }
 const std::vector<float>& maskrcnn_anchors(const MaskRcnn& n) { return n.anchors; }
 int maskrcnn_mask_size(const MaskRcnn& n) { return 2 * n.spec.mask_pool; }
 int maskrcnn_rpn_levels(const MaskRcnn& n) { return int(n.levels.size()); }
+std::vector<int> maskrcnn_level_first_anchor(const MaskRcnn& n) {
+  std::vector<int> first;
+  for (const FeatureLevel& lv : n.levels) first.push_back(int(lv.anchor_begin));
+  first.push_back(int(n.total_anchors));
+  return first;
+}
 
 int maskrcnn_roi_level(const MaskRcnn& n, const float* roi) {
   if (n.pooled_levels == 1) return 0;

@@ -82,6 +82,8 @@ const MaskRcnnSpec& maskrcnn_spec_of(const MaskRcnn& net);
 int maskrcnn_feature_h(const MaskRcnn& net);
 int maskrcnn_feature_w(const MaskRcnn& net);
 int maskrcnn_rpn_levels(const MaskRcnn& net);
+// Where each RPN level's anchors start in an image's list, and the total: [levels + 1].
+std::vector<int> maskrcnn_level_first_anchor(const MaskRcnn& net);
 // The pooled level (0 the finest) an RoI [5] (batch index, x1, y1, x2, y2) is pooled from.
 int maskrcnn_roi_level(const MaskRcnn& net, const float* roi);
 // One image's anchors, host [fh*fw*A, 4] pixels.

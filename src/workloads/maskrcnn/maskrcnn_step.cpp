@@ -52,6 +52,7 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
   copy_to_host(dev, b.rpn_deltas.data(), rpn.deltas, sizeof(float) * b.rpn_deltas.size());
   b.h_dobjectness.assign(b.objectness.size(), 0.0f);
   b.h_drpn_deltas.assign(b.rpn_deltas.size(), 0.0f);
+  const std::vector<int> levels = maskrcnn_level_first_anchor(net);
   std::vector<RoiSample> samples(static_cast<size_t>(n));
   b.rois.clear();
   for (int i = 0; i < n; ++i) {
@@ -65,7 +66,7 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
              b.h_drpn_deltas.data() + size_t(i) * AN * 4, &cls, &box);
     L.rpn_objectness += cls;
     L.rpn_box += box;
-    const Proposals p = make_proposals(spec.proposals, anchors.data(), obj, del, AN, H, W);
+    const Proposals p = make_level_proposals(spec.proposals, anchors.data(), obj, del, levels, H, W);
     samples[size_t(i)] = sample_rois(spec.rois, p, t.boxes.data(), t.labels.data(), t.count(), spec.seed,
                                      kRoiSampleStream, key + uint64_t(i));
     const RoiSample& s = samples[size_t(i)];

@@ -297,6 +297,32 @@ Proposals make_proposals(const ProposalSpec& spec, const float* anchors, const f
   return p;
 }
 
+Proposals make_level_proposals(const ProposalSpec& spec, const float* anchors, const float* objectness,
+                               const float* deltas, const std::vector<int>& level_first, int img_h, int img_w) {
+  MLPD_CHECK(level_first.size() >= 2 && level_first.front() == 0, "make_level_proposals: bad level bounds");
+  if (level_first.size() == 2)
+    return make_proposals(spec, anchors, objectness, deltas, level_first[1], img_h, img_w);
+  Proposals all;
+  for (size_t l = 0; l + 1 < level_first.size(); ++l) {
+    const int a = level_first[l], count = level_first[l + 1] - a;
+    MLPD_CHECK(count >= 0, "make_level_proposals: bad level bounds");
+    const Proposals p = make_proposals(spec, anchors + size_t(a) * 4, objectness + a, deltas + size_t(a) * 4, count,
+                                       img_h, img_w);
+    all.boxes.insert(all.boxes.end(), p.boxes.begin(), p.boxes.end());
+    all.scores.insert(all.scores.end(), p.scores.begin(), p.scores.end());
+  }
+  std::vector<int32_t> order(static_cast<size_t>(all.count()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return all.scores[a] > all.scores[b]; });
+  order.resize(std::min(order.size(), size_t(std::max(spec.post_nms_topk, 0))));
+  Proposals p;
+  for (const int32_t i : order) {
+    p.boxes.insert(p.boxes.end(), all.boxes.begin() + size_t(i) * 4, all.boxes.begin() + size_t(i) * 4 + 4);
+    p.scores.push_back(all.scores[size_t(i)]);
+  }
+  return p;
+}
+
 // =============================== the heads' RoIs and targets ===============================
 
 RoiSample sample_rois(const RoiSampleSpec& spec, const Proposals& proposals, const float* gt_boxes,

@@ -93,6 +93,13 @@ struct Proposals {
 };
 Proposals make_proposals(const ProposalSpec& spec, const float* anchors, const float* objectness,
                          const float* deltas, int num_anchors, int img_h, int img_w);
+// The same over anchors in levels (an FPN's; level l holds anchors level_first[l] ..
+// level_first[l + 1] - 1): each level's proposals as above (pre_nms_topk and post_nms_topk per
+// level, NMS within the level), then the post_nms_topk of highest objectness over all levels (ties:
+// the lower level first, then the level's order), as maskrcnn-benchmark's FPN post-processing
+// does per image. One level: make_proposals.
+Proposals make_level_proposals(const ProposalSpec& spec, const float* anchors, const float* objectness,
+                               const float* deltas, const std::vector<int>& level_first, int img_h, int img_w);
 
 // ---- RoIs for the heads, one training image: the proposals with the ground-truth boxes appended
 // (as both references do), each matched to its best ground-truth box; foreground if IoU >= fg_iou,
