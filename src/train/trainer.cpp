@@ -127,10 +127,10 @@ class TrainLoop final : public LoopServices {
  public:
   TrainLoop(World& w, const ResolvedRun& run, const TrainOptions& opts, BuiltRun& built, MlLog& log, Trace& trace,
             double target, AtomicFile* loss_log, const TrainPosition& start)
-      : w_(w), run_(run), opts_(opts), b_(built), wl_(*built.workload), log_(log), trace_(trace), target_(target),
+      : w_(w), run_(run), opts_(opts), b_(built), wl_(*built.workload), log_(log), trace_(trace),
         loss_log_(loss_log), start_(start), step_(start.global_step), position_(start) {
     targets_ = scale_targets(find_scale(run.entry->spec, run.scale), opts.test_target);
-    targets_[0] = target_;
+    targets_[0] = target;
     if (!opts.test_fail_at.empty()) {
       const auto colon = opts.test_fail_at.find(':');
       try {
@@ -226,7 +226,7 @@ class TrainLoop final : public LoopServices {
       if (i < in_value) extras += fmt::format(" (target {:.4f})", targets_[i + 1]);  // a part of the metric
     }
     spdlog::info("eval epoch {} | {} {:.4f} (target {}{:.4f}){} | {:.0f} samples in {:.1f} s", epoch, m.name, o.metric,
-                 m.higher_is_better ? "" : "<= ", target_, extras, o.samples, seconds_since(te));
+                 m.higher_is_better ? "" : "<= ", targets_[0], extras, o.samples, seconds_since(te));
     std::vector<double> values{o.metric};
     values.insert(values.end(), o.secondary.begin(), o.secondary.begin() + static_cast<std::ptrdiff_t>(in_value));
     if (metric_values_reached(m, values, targets_)) {
@@ -317,8 +317,7 @@ class TrainLoop final : public LoopServices {
   Workload& wl_;
   MlLog& log_;
   Trace& trace_;
-  double target_;
-  std::vector<double> targets_;  // every part's (the metric's alone without parts), target_ first
+  std::vector<double> targets_;  // every part's (the metric's alone without parts), the metric's first
   AtomicFile* loss_log_;
   TrainPosition start_;
   int fail_rank_ = -1;

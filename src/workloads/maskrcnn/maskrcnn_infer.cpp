@@ -23,13 +23,14 @@ std::vector<ImageDetections> maskrcnn_infer_batch(MaskRcnn& net, ParamStore& sto
   copy_to_host(dev, del.data(), rpn.deltas, sizeof(float) * del.size());
   // Box head on every image's proposals, as many as max_rois holds.
   const std::vector<int> levels = maskrcnn_level_first_anchor(net);
-  std::vector<float> rois;
+  std::vector<float> rois, corners;  // [R, 5] for the head, [R, 4] for the detections
   std::vector<int> first(static_cast<size_t>(n) + 1, 0);
   for (int i = 0; i < n; ++i) {
     const Proposals p = make_level_proposals(spec.proposals, anchors.data(), obj.data() + size_t(i) * AN,
                                              del.data() + size_t(i) * AN * 4, levels, H, W);
     const int keep = std::min(p.count(), sp.max_rois - static_cast<int>(rois.size() / 5));
     append_rois(rois, i, p.boxes.data(), keep);
+    corners.insert(corners.end(), p.boxes.begin(), p.boxes.begin() + size_t(keep) * 4);
     first[size_t(i) + 1] = static_cast<int>(rois.size() / 5);
   }
   const int R = static_cast<int>(rois.size() / 5);
@@ -38,8 +39,6 @@ std::vector<ImageDetections> maskrcnn_infer_batch(MaskRcnn& net, ParamStore& sto
   std::vector<float> cls(size_t(R) * C), box(size_t(R) * C * 4);
   copy_to_host(dev, cls.data(), bo.cls_logits, sizeof(float) * cls.size());
   copy_to_host(dev, box.data(), bo.deltas, sizeof(float) * box.size());
-  std::vector<float> corners(size_t(R) * 4);
-  for (int r = 0; r < R; ++r) std::copy_n(rois.begin() + r * 5 + 1, 4, corners.begin() + r * 4);
   std::vector<float> mask_rois;
   for (int i = 0; i < n; ++i) {
     const int b = first[size_t(i)], k = first[size_t(i) + 1] - b;
