@@ -32,8 +32,8 @@ WorkloadEntry make_entry() {
   BenchmarkSpec& s = e.spec;
   s.name = kMaskrcnn;
   s.summary =
-      "instance segmentation: Mask R-CNN on COCO (reference, FPN not built yet), a small Mask R-CNN on "
-      "Fashion-MNIST scenes (mini), box and mask mAP";
+      "instance segmentation: Mask R-CNN R-50-FPN on COCO (reference), a small Mask R-CNN on Fashion-MNIST "
+      "scenes (mini), box and mask mAP";
   // MLPerf's {"BBOX": box AP, "SEGM": mask AP}, each with its target; box AP50 beside them.
   s.metric = {"mAP", kEvalAccuracy, "fraction (COCO box and mask AP @[.5:.95])", 0.0, 1.0, true, {"SEGM", "AP50"},
               {"BBOX", "SEGM"}};
