@@ -63,6 +63,7 @@ struct Fpn {
   std::vector<int> stage_block;  // the backbone block giving each stage output
   std::vector<int> stage_c;
   PoolDims top_pool;            // P5 -> P6
+  float* top = nullptr;         // P6
   float* dtop_tmp = nullptr;    // P6's gradient brought to P5's size
 };
 
@@ -305,7 +306,8 @@ void build_fpn(MaskRcnn& n, ParamStore& s, const std::vector<int>& stage_block) 
     lv.h = f.top_pool.out_h();
     lv.w = f.top_pool.out_w();
     lv.stride = 2 * top.stride;
-    lv.feat = n.buffers.floats(size_t(mb) * lv.h * lv.w * C);
+    f.top = n.buffers.floats(size_t(mb) * lv.h * lv.w * C);
+    lv.feat = f.top;
     n.levels.push_back(lv);
   }
 }
@@ -585,7 +587,7 @@ void fpn_forward(MaskRcnn& n, ParamStore& s, Arena& a, int batch) {
   if (n.spec.fpn_top_pool) {
     PoolDims d = f.top_pool;
     d.n = batch;
-    o.maxpool_forward(d, f.output[size_t(L - 1)].y, const_cast<float*>(n.levels[size_t(L)].feat));
+    o.maxpool_forward(d, f.output[size_t(L - 1)].y, f.top);
   }
 }
 
