@@ -35,7 +35,6 @@ rank keeps its own batch-norm running statistics). Both memory layouts (NCHW, ch
 timed at 1 thread and the faster one is used. Ours at 1 rank is compared with PyTorch at 1
 thread, ours at 2 ranks with the best PyTorch configuration on 2 cores.
 """
-import argparse
 import json
 import os
 import re
@@ -169,13 +168,7 @@ def torch_child(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--binary", default="build/mlperf-dist")
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--json")
-    torch_peer.add_child_arguments(ap)
-    args = ap.parse_args()
+    args = torch_peer.parse_bench_arguments(__doc__, data_dir=False)
     if args.child:
         return torch_child(args)
     if not os.access(args.binary, os.X_OK):

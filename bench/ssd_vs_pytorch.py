@@ -25,7 +25,6 @@ over gloo (a file store in /tmp). Both memory layouts (NCHW, channels_last) are 
 and the faster one is used. Ours at 1 rank is compared with PyTorch at 1 thread, ours at 2 ranks
 with the best PyTorch configuration on 2 cores.
 """
-import argparse
 import json
 import os
 import re
@@ -173,14 +172,7 @@ def torch_child(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--binary", default="build/mlperf-dist")
-    ap.add_argument("--data-dir", default="data")
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--json")
-    torch_peer.add_child_arguments(ap)
-    args = ap.parse_args()
+    args = torch_peer.parse_bench_arguments(__doc__)
     if args.child:
         return torch_child(args)
     if not os.path.exists(os.path.join(args.data_dir, "ssd_mini.h5")):

@@ -11,6 +11,21 @@ import sys
 import tempfile
 
 
+def parse_bench_arguments(doc, data_dir=True):
+    """The options every peer benchmark takes (binary, data, steps, warm-up, JSON output) and the
+    hidden ones of a child process."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--binary", default="build/mlperf-dist")
+    if data_dir:
+        ap.add_argument("--data-dir", default="data")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--json")
+    add_child_arguments(ap)
+    return ap.parse_args()
+
+
 def add_child_arguments(ap):
     """The hidden options a child process is started with."""
     ap.add_argument("--child", action="store_true", help=argparse_suppress())
