@@ -61,6 +61,14 @@ std::string fmt(double x) {
   return b;
 }
 
+// "0.59", or for a metric of parts (Mask R-CNN's) "{BBOX 0.59, SEGM 0.467}".
+std::string fmt_parts(const MetricSpec& m, const std::vector<double>& v) {
+  if (m.parts.empty() || v.size() != m.parts.size()) return v.empty() ? std::string("?") : fmt(v[0]);
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + m.parts[i] + " " + fmt(v[i]);
+  return s + "}";
+}
+
 // Integer metadata field, or nullopt (absent, not a whole number, or beyond kMaxExactInteger:
 // casting 1e300 would be UB).
 std::optional<int64_t> meta_int(const Ev& e, const char* field) {
@@ -488,8 +496,8 @@ CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lo
       r.errors.push_back(at(*c.run_stop_ev) + "run_stop status success but no eval_accuracy logged");
     else if (!reached)
       r.errors.push_back(at(*c.run_stop_ev) + "run_stop status success but the last eval_accuracy " +
-                         fmt(*r.final_accuracy) + " does not reach the target " + fmt(target->target) + " (" +
-                         r.benchmark + ", " + r.scale + ")");
+                         fmt_parts(spec->metric, last_values) + " does not reach the target " +
+                         fmt_parts(spec->metric, scale_targets(*target)) + " (" + r.benchmark + ", " + r.scale + ")");
   }
   // As MLCommons' checker: a log must show the target reached. A run that stopped short is still
   // a complete log, and a result set may count one such run, as its dropped slowest (complete).
@@ -531,8 +539,10 @@ CheckReport check_result_file(const std::string& path, const BenchmarkLookup& lo
   std::string s = path + ": " + (r.benchmark.empty() ? "?" : r.benchmark) + " " + r.scale + " " +
                   (r.division.empty() ? "?" : r.division) + ", status " + (r.status.empty() ? "?" : r.status);
   if (r.final_accuracy) {
-    s += ", eval_accuracy " + fmt(*r.final_accuracy);
-    if (target) s += std::string(reached ? " reaches" : " does not reach") + " target " + fmt(target->target);
+    s += ", eval_accuracy " + (spec ? fmt_parts(spec->metric, last_values) : fmt(*r.final_accuracy));
+    if (target)
+      s += std::string(reached ? " reaches" : " does not reach") + " target " +
+           fmt_parts(spec->metric, scale_targets(*target));
   }
   if (r.run_seconds) s += ", run " + fmt(*r.run_seconds) + " s";
   s += std::string(r.ok ? ": PASSED" : ": FAILED") + " (" + std::to_string(r.errors.size()) + " errors, " +
