@@ -43,8 +43,7 @@ WorkloadEntry make_entry() {
       {"reference", kMaskrcnnReferenceDefaults, 0.377, 117266, 5000,
        "MLPerf v0.7 Mask R-CNN (COCO 2017 box mAP 0.377, mask mAP 0.339)", 5, {}, {0.339}},
   };
-  // No mini RCP yet: three calibration seeds (README.md), and the RCP test keeps the olympic middle
-  // of at least four runs.
+  s.scales[0].rcps = {{32, {5, 5, 5, 5}, "src/workloads/maskrcnn/README.md (4 seeds, 2 ranks)"}};
   s.rules = {
       {"*", "maskrcnn.opt_name_sgd", {kOptName}, RuleKind::OneOf, {}, {kSgd}, {}, true, kV07Table},
       {"*", "maskrcnn.lr_decay_maskrcnn", {kLrDecay}, RuleKind::OneOf, {}, {"maskrcnn"}, {}, true,
