@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   CommConfig comm_cfg;
   bool compare_overlap = false;
   Device device = Device::cpu;
+  Precision precision = Precision::fp32;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--benchmark" && i + 1 < argc) benchmark = argv[++i];
@@ -45,8 +46,10 @@ int main(int argc, char** argv) {
     else if (a == "--compare-overlap") compare_overlap = true;
     else if (a == "--device" && i + 1 < argc && (argv[i + 1] == std::string("cpu") || argv[i + 1] == std::string("cuda")))
       device = parse_device(argv[++i]);
+    else if (a == "--precision" && i + 1 < argc && (argv[i + 1] == std::string("fp32") || argv[i + 1] == std::string("bf16")))
+      precision = parse_compute_precision(argv[++i]);
     else {
-      if (w.rank == 0) std::fprintf(stderr, "usage: bench_train [--benchmark resnet] [--data-dir data] [--steps 30] [--warmup 5] [--set key=value]... [--bucket-mb MB] [--comm-backend B] [--no-overlap | --compare-overlap] [--device cpu|cuda]\n");
+      if (w.rank == 0) std::fprintf(stderr, "usage: bench_train [--benchmark resnet] [--data-dir data] [--steps 30] [--warmup 5] [--set key=value]... [--bucket-mb MB] [--comm-backend B] [--no-overlap | --compare-overlap] [--device cpu|cuda] [--precision fp32|bf16]\n");
       finalize_world(w);
       return 2;
     }
@@ -56,7 +59,7 @@ int main(int argc, char** argv) {
   ResolvedRun run;
   BuiltRun built;
   try {
-    run = resolve_run(RunRequest{benchmark, "mini", "", sets, data_dir, device}, w.rank, w.size);
+    run = resolve_run(RunRequest{benchmark, "mini", "", sets, data_dir, device, precision}, w.rank, w.size);
     built = build_run(w, run, comm_cfg);
   } catch (const UserError& e) {
     if (w.rank == 0) std::fprintf(stderr, "bench_train: error: %s\n", e.what());
@@ -74,8 +77,9 @@ int main(int argc, char** argv) {
   }
   const int64_t global_batch = wl->facts.global_batch;
   if (w.rank == 0)
-    std::printf("bench_train: %s mini, %d rank(s), global batch %lld, device %s, openblas core %s, FTZ/DAZ %s\nmodel: %s\ncommunication: %s\n",
+    std::printf("bench_train: %s mini, %d rank(s), global batch %lld, device %s, precision %s, openblas core %s, FTZ/DAZ %s\nmodel: %s\ncommunication: %s\n",
                 benchmark.c_str(), w.size, static_cast<long long>(global_batch), built.device.description.c_str(),
+                compute_precision_name(precision),
                 openblas_get_corename(), denormals_flushed() ? "on" : "off", wl->facts.model_summary.c_str(),
                 describe(*comm).c_str());
   // Step k uses communicator k % 2 when comparing (0: overlap on, 1: off).

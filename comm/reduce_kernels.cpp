@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/bf16.h"
 #include "core/check.h"
 
 namespace mlpd {
@@ -26,21 +27,6 @@ const char* precision_name(WirePrecision p) {
 }
 
 namespace {
-
-// Round to nearest even; NaN stays a quiet NaN.
-inline uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-inline float bf16_to_f32(uint16_t h) {
-  uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 void to_fp16(const float* src, uint16_t* dst, size_t n) {
   size_t i = 0;

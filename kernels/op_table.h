@@ -2,6 +2,7 @@
 // once and run on the CPU or the GPU: `ops.conv2d_forward(...)`. Each field's type is the CPU
 // function's, and the CUDA table is filled from namespace mlpd::cuda, so the two can only agree.
 #pragma once
+#include "core/precision.h"
 #include "core/tensor.h"
 #include "kernels/ops.h"
 
@@ -17,7 +18,7 @@ namespace mlpd {
 #define MLPD_FOR_EACH_OP(X)                                                                              \
   X(gemm) X(conv2d_scratch_floats) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)  \
   X(batchnorm_forward_train) X(batchnorm_forward_eval) X(batchnorm_backward) X(relu_forward)            \
-  X(relu_backward) X(add_forward) X(add_relu_forward) X(copy_rows) X(maxpool_forward) X(maxpool_backward)             \
+  X(relu_backward) X(add_forward) X(add_relu_forward) X(copy_rows) X(bf16_round) X(bf16_round_rows) X(maxpool_forward) X(maxpool_backward)             \
   X(avgpool_forward) X(avgpool_backward) X(global_avgpool_forward) X(global_avgpool_backward)           \
   X(linear_forward) X(linear_backward) X(softmax_xent) X(sgd_momentum_update) X(lars_update)             \
   X(adam_update) X(lazy_adam_update) X(sum_squares) X(embedding_gather) X(embedding_scatter_add)         \
@@ -26,6 +27,7 @@ namespace mlpd {
 
 struct OpTable {
   Device device = Device::cpu;
+  Precision precision = Precision::fp32;
 #define MLPD_OP_FIELD(name) decltype(&::mlpd::name) name = nullptr;
   MLPD_FOR_EACH_OP(MLPD_OP_FIELD)
 #undef MLPD_OP_FIELD
@@ -35,5 +37,8 @@ const OpTable& cpu_ops();
 // Throws UserError where this build has no CUDA.
 const OpTable& cuda_ops();
 const OpTable& ops_for(Device d);
+// The table of a run's --precision: fp32 is ops_for(d); bf16 wraps its GEMM and convolution ops
+// (kernels/op_table_bf16.cpp, core/precision.h).
+const OpTable& ops_for(Device d, Precision p);
 
 }  // namespace mlpd

@@ -5,8 +5,8 @@
 // and ADDED into dw (our parameter gradients accumulate).
 // Algorithms: per shape, cuDNN's heuristics (the *_v7 queries, no timing runs, so every rank and
 // every run choose alike) ranked best first, keeping only those that are deterministic, plain
-// fp32 FMA (the descriptor forbids TF32, so results compare with the CPU's) and need at most
-// 256 MiB of workspace. A call runs the first that fits in what is left of the arena; the
+// fp32 FMA (the descriptor forbids TF32, so results compare with the CPU's; the bf16 ops allow
+// TF32 tensor cores, runtime.h: set_tensor_core_math) and need at most 256 MiB of workspace. A call runs the first that fits in what is left of the arena; the
 // descriptors and lists are cached per shape for the life of the process.
 #ifdef MLPD_HAVE_CUDNN
 
@@ -24,6 +24,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/conv_paths.cuh"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/runtime.h"
 
 namespace mlpd::cuda {
 
@@ -106,15 +107,18 @@ struct Plan {
   }
 };
 
-// The heuristics' ranking filtered to deterministic fp32 FMA algorithms whose workspace cuDNN
-// can size for these descriptors and that stays under the cap; each algorithm once.
+// The heuristics' ranking filtered to deterministic algorithms whose workspace cuDNN can size for
+// these descriptors and that stays under the cap; each algorithm once. fp32 FMA math only, or,
+// with tensor cores (the bf16 ops), also TF32 tensor-op math, never a conversion to fp16.
 template <typename Algo, typename Perf, typename WorkspaceOf>
-std::vector<Candidate<Algo>> usable(const std::vector<Perf>& ranked, int count, WorkspaceOf workspace_of) {
+std::vector<Candidate<Algo>> usable(const std::vector<Perf>& ranked, int count, bool tensor_cores,
+                                    WorkspaceOf workspace_of) {
   std::vector<Candidate<Algo>> out;
   for (int i = 0; i < count; ++i) {
     const Perf& p = ranked[size_t(i)];
     if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
-    if (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    if (p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    if (p.mathType == CUDNN_TENSOR_OP_MATH && !tensor_cores) continue;
     bool seen = false;
     for (const auto& c : out) seen = seen || c.algo == p.algo;
     if (seen) continue;
@@ -125,7 +129,7 @@ std::vector<Candidate<Algo>> usable(const std::vector<Perf>& ranked, int count, 
   return out;
 }
 
-std::unique_ptr<Plan> make_plan(const ConvDims& d) {
+std::unique_ptr<Plan> make_plan(const ConvDims& d, bool tensor_cores) {
   auto p = std::make_unique<Plan>();
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
@@ -138,7 +142,7 @@ std::unique_ptr<Plan> make_plan(const ConvDims& d) {
   CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, d.c_out, d.c_in, d.k, d.k));
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, d.pad, d.pad, d.stride, d.stride, 1, 1,
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));  // no TF32
+  CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, tensor_cores ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   int on = 0, oc = 0, oh = 0, ow = 0;
   CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &on, &oc, &oh, &ow));
   if (on != d.n || oc != d.c_out || oh != d.out_h() || ow != d.out_w())
@@ -153,7 +157,7 @@ std::unique_ptr<Plan> make_plan(const ConvDims& d) {
   std::vector<cudnnConvolutionFwdAlgoPerf_t> fwd(size_t(max_count > 0 ? max_count : 1));
   if (cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv, p->y, max_count, &got, fwd.data()) ==
       CUDNN_STATUS_SUCCESS)
-    p->forward = usable<cudnnConvolutionFwdAlgo_t>(fwd, got, [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+    p->forward = usable<cudnnConvolutionFwdAlgo_t>(fwd, got, tensor_cores, [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
       return cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->w, p->conv, p->y, a, bytes);
     });
 
@@ -163,7 +167,7 @@ std::unique_ptr<Plan> make_plan(const ConvDims& d) {
   if (cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->y, p->conv, p->x, max_count, &got,
                                                   bwd_data.data()) == CUDNN_STATUS_SUCCESS)
     p->backward_data = usable<cudnnConvolutionBwdDataAlgo_t>(
-        bwd_data, got, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+        bwd_data, got, tensor_cores, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w, p->y, p->conv, p->x, a, bytes);
         });
 
@@ -173,20 +177,21 @@ std::unique_ptr<Plan> make_plan(const ConvDims& d) {
   if (cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->w, max_count, &got,
                                                     bwd_filter.data()) == CUDNN_STATUS_SUCCESS)
     p->backward_filter = usable<cudnnConvolutionBwdFilterAlgo_t>(
-        bwd_filter, got, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+        bwd_filter, got, tensor_cores, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
           return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->conv, p->w, a, bytes);
         });
   return p;
 }
 
-// The cached plan of a shape (batch size included). Plans live until the process ends.
+// The cached plan of a shape (batch size included) and math. Plans live until the process ends.
 Plan& plan_for(const ConvDims& d) {
   static std::mutex mutex;
-  static std::map<std::array<int, 8>, std::unique_ptr<Plan>> plans;
-  const std::array<int, 8> key{d.n, d.h, d.w, d.c_in, d.c_out, d.k, d.stride, d.pad};
+  static std::map<std::array<int, 9>, std::unique_ptr<Plan>> plans;
+  const bool tensor_cores = tensor_core_math();
+  const std::array<int, 9> key{d.n, d.h, d.w, d.c_in, d.c_out, d.k, d.stride, d.pad, tensor_cores ? 1 : 0};
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<Plan>& slot = plans[key];
-  if (!slot) slot = make_plan(d);
+  if (!slot) slot = make_plan(d, tensor_cores);
   return *slot;
 }
 

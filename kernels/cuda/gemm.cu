@@ -1,7 +1,8 @@
 // Row-major GEMM on cuBLAS, which is column-major. A row-major matrix read as column-major is its
 // transpose, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T by swapping the operands:
 // no copies and no transposes. The handle stays in fp32 math (no TF32, kernels/cuda/runtime.cu)
-// so results compare with the CPU's at fp32 tolerance.
+// so results compare with the CPU's at fp32 tolerance, except while a bf16 op runs
+// (set_tensor_core_math).
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 

@@ -18,6 +18,7 @@ struct Runtime {
 #endif
 };
 Runtime g_rt;
+bool g_tensor_core_math = false;
 
 Runtime& opened() {
   if (g_rt.ordinal < 0) throw std::runtime_error("cuda: no device is open (open_device was not called)");
@@ -81,6 +82,13 @@ std::string open_device(int ordinal) {
   std::snprintf(mem, sizeof mem, "%.1f", static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
   return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " + mem + " GiB)";
 }
+
+void set_tensor_core_math(bool on) {
+  g_tensor_core_math = on;
+  if (g_rt.blas) CUBLAS_CHECK(cublasSetMathMode(g_rt.blas, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+bool tensor_core_math() { return g_tensor_core_math; }
 
 void close_device() {
   if (g_rt.ordinal < 0) return;

@@ -19,6 +19,11 @@ std::string open_device(int ordinal);
 void close_device();   // frees the handles and the stream; safe when nothing is open
 bool device_open();
 void* compute_stream();  // the cudaStream_t every op is queued on
+// Tensor-core math (TF32) for cuBLAS GEMMs and cuDNN convolutions, on only while a bf16 op runs
+// (kernels/op_table_bf16.cpp): TF32 holds a bf16 operand exactly. Off (fp32 FMA math) otherwise,
+// so fp32 results compare with the CPU's at fp32 tolerance.
+void set_tensor_core_math(bool on);
+bool tensor_core_math();
 
 // Device memory, zeroed. Aborts nothing: throws on failure.
 void* malloc_zeroed(size_t bytes);

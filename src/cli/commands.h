@@ -31,6 +31,7 @@ struct TrainArgs {
   bool print_config = false;
   bool no_overlap = false;
   std::string device = "cpu";
+  std::string precision = "fp32";
 };
 void add_train_command(CLI::App& app, TrainArgs& a);
 int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv);
@@ -89,6 +90,7 @@ struct SuiteArgs {
   std::string system;
   std::string data_dir = "data";
   std::string device = "cpu";
+  std::string precision = "fp32";
   int64_t seed_base = -1;               // -1: drawn at random, printed and logged per run
   double progress_seconds = 30.0;
   std::vector<std::string> sets;        // --set key=value, applied to every benchmark of the suite

@@ -114,6 +114,9 @@ void add_suite_command(CLI::App& app, SuiteArgs& a) {
   c->add_option("--system", a.system, "System name (results path and systems/<system>.json)")->capture_default_str();
   c->add_option("--data-dir", a.data_dir, "Directory of prepared datasets (see `mlperf-dist prepare`)")->capture_default_str();
   c->add_option("--device", a.device, "cpu or cuda (as train)")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  c->add_option("--precision", a.precision, "fp32 or bf16 (as train)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   c->add_option("--seed-base", a.seed_base,
                 "Run i of each benchmark uses seed base+i (default: a random base, printed; give it to reproduce a suite)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
@@ -163,6 +166,7 @@ int run_suite_command(SuiteArgs& a, const GlobalArgs& g, int argc, char** argv) 
       opts.run.scale = a.scale;
       opts.run.data_dir = a.data_dir;
       opts.run.device = device;
+      opts.run.precision = parse_compute_precision(a.precision);
       opts.run.sets = a.sets;
       opts.run.sets.push_back("seed=" + std::to_string(base + i));
       opts.results_dir = a.results_dir;

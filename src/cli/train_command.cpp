@@ -82,6 +82,12 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
                  "optimizer state and activations on it, gradients reduced by NCCL")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
+  c->add_option("--precision", a.precision,
+                "fp32, or bf16: GEMMs and convolutions take bf16 operands and accumulate in fp32, the activations "
+                "and activation gradients they write are rounded to bf16; fp32 master weights, optimizer state "
+                "and weight gradients (on CUDA on TF32 tensor cores; storage stays fp32)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   c->add_option("--data-dir", o.run.data_dir, "Directory of prepared datasets (see `mlperf-dist prepare`)")->capture_default_str();
   c->add_option("--results-dir", o.results_dir, "Result logs go to <results-dir>/<system>/<benchmark>/result_N.txt")
       ->capture_default_str();
@@ -142,6 +148,7 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
 int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv) {
   a.opts.comm.overlap = !a.no_overlap;
   a.opts.run.device = parse_device(a.device);
+  a.opts.run.precision = parse_compute_precision(a.precision);
   // One compute thread per rank: ranks are the unit of parallelism.
   openblas_set_num_threads(1);
   World w = init_world(&argc, &argv);

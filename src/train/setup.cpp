@@ -23,6 +23,7 @@ ResolvedRun resolve_run(const RunRequest& req, int rank, int ranks) {
   r.run.global_batch = r.config.at(keys::kGlobalBatchSize).get<int64_t>();
   r.hyper = read_hyperparams(r.config);
   r.device = req.device;
+  r.precision = req.precision;
   // The same answer on every rank of a homogeneous job, before anything is opened.
   if (r.device == Device::cuda && cuda_device_count() == 0)
     throw UserError(std::string("--device cuda: ") +
@@ -35,7 +36,7 @@ ResolvedRun resolve_run(const RunRequest& req, int rank, int ranks) {
 BuiltRun build_run(World& w, const ResolvedRun& run, const CommConfig& comm) {
   BuiltRun b;
   b.device = open_device(run.device, w.local_rank);
-  const WorkloadContext ctx{w.rank, w.size, run.scale, run.data_dir, run.device};
+  const WorkloadContext ctx{w.rank, w.size, run.scale, run.data_dir, run.device, run.precision};
   b.workload = run.entry->make(ctx, run.config);
   b.workload->init_parameters(run.run.seed);
   broadcast_parameters(w, b.workload->store);

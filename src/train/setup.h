@@ -28,6 +28,7 @@ struct RunRequest {
   std::vector<std::string> sets;      // key=value overrides
   std::string data_dir = "data";
   Device device = Device::cpu;        // --device
+  Precision precision = Precision::fp32;  // --precision
 };
 
 // The keys every run has, typed.
@@ -46,6 +47,7 @@ struct ResolvedRun {
   Hyperparams hyper;       // schedule.steps_per_epoch is set by build_run
   double target = 0.0;     // the scale's quality target
   Device device = Device::cpu;
+  Precision precision = Precision::fp32;
 };
 
 // Throws UserError/RuleError (exit code 2) on a bad config, a broken rule or bad data, alike on

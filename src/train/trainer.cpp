@@ -41,7 +41,8 @@ void log_submission(MlLog& log, const ResolvedRun& run, const TrainOptions& opts
   mllog_event(log, keys::kSubmissionDivision, open_division ? keys::kOpen : keys::kClosed);
   mllog_event(log, keys::kSubmissionOrg, "mlperf-dist");
   mllog_event(log, keys::kSubmissionPlatform,
-              std::to_string(w.nodes) + "x" + w.hostname + " (" + std::to_string(w.size) + " ranks, " + device_name(run.device) + ")");
+              std::to_string(w.nodes) + "x" + w.hostname + " (" + std::to_string(w.size) + " ranks, " +
+                  device_name(run.device) + (run.precision == Precision::bf16 ? ", bf16" : "") + ")");
   mllog_event(log, keys::kSubmissionStatus, "onprem");
   mllog_event(log, keys::kSubmissionPocName, "mlperf-dist");
   mllog_event(log, keys::kSubmissionPocEmail, "mlperf-dist@localhost");
@@ -403,7 +404,8 @@ void write_step_stats(const World& w, const ResolvedRun& run, const TrainOptions
   const StepStatsSummary s =
       summarize_step_times(all, ranks_per_node, warmup_steps_to_skip(static_cast<int64_t>(mine.size())));
   nlohmann::json extra = {{"benchmark", run.entry->spec.name}, {"scale", run.scale},
-                          {"device", device_name(run.device)}, {"status", r.status},
+                          {"device", device_name(run.device)},
+                          {"precision", compute_precision_name(run.precision)}, {"status", r.status},
                           {"time_to_train_s", r.time_to_train_s}, {"epochs", r.epochs},
                           {"configured_global_batch", run.run.global_batch}, {"work_unit", r.work_unit},
                           {"grad_bytes", wl.store.grads.size() * sizeof(float)}, {"nodes", w.nodes},
@@ -498,7 +500,7 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   mllog_event(log, keys::kMlpdRunSummary,
               {{"throughput", r.throughput}, {"work_unit", r.work_unit}, {"comm_share", r.comm_share},
                {"mean_step_ms", r.mean_step_ms}, {"steps", r.steps}, {"ranks", w.size}, {"nodes", w.nodes},
-               {"device", device_name(run.device)}});
+               {"device", device_name(run.device)}, {"precision", compute_precision_name(run.precision)}});
   mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, r.status}});
   r.time_to_train_s = seconds_since(run_clock);
   if (loss_log) loss_log->commit();

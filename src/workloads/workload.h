@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/param_store.h"
+#include "core/precision.h"
 #include "core/sparse_rows.h"
 
 namespace mlpd {
@@ -35,6 +36,7 @@ struct WorkloadContext {
   std::string scale = "mini";
   std::string data_dir = "data";
   Device device = Device::cpu;  // where the model runs (kernels/device.h); the store starts on the host
+  Precision precision = Precision::fp32;  // --precision (core/precision.h)
 };
 
 // Called by backward when view `view`'s gradient is final. A plain function and context pointer:

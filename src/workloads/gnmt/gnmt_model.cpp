@@ -507,7 +507,7 @@ std::unique_ptr<Seq2Seq> build_gnmt(const GnmtSpec& spec, ParamStore& store) {
   auto m = std::make_unique<Gnmt>();
   Gnmt& g = *m;
   g.spec = spec;
-  g.ops = &ops_for(spec.device);
+  g.ops = &ops_for(spec.device, spec.precision);
   g.buffers.device = spec.device;
   g.Hd = spec.hidden;
   g.V = spec.vocab;

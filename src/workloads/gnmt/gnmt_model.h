@@ -26,6 +26,7 @@
 // conversions are row permutations (embedding_gather with a row map; the backward of a permutation
 // is the gather by its inverse). Requires encoder_layers >= 2 and decoder_layers >= 2.
 #pragma once
+#include "core/precision.h"
 #include <cstdint>
 #include <memory>
 
@@ -44,6 +45,7 @@ struct GnmtSpec {
   float label_smoothing = 0.1f;
   Seq2SeqLimits limits;
   Device device = Device::cpu;
+  Precision precision = Precision::fp32;  // --precision: the op table (core/precision.h)
 };
 
 // Builds the model's views into `store` (before finalize_params) and its buffers on spec.device.

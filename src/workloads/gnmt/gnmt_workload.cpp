@@ -36,6 +36,7 @@ std::unique_ptr<Workload> make_gnmt_workload(const WorkloadContext& ctx, const n
   w.lowercase_bleu = true;
   GnmtSpec spec = read_gnmt_spec(config);
   spec.device = ctx.device;
+  spec.precision = ctx.precision;
   w.build_model = [spec](const Seq2SeqLimits& limits, int vocab, ParamStore& store) mutable {
     spec.limits = limits;
     spec.vocab = vocab;

@@ -25,6 +25,7 @@
 // Where it differs from MLPerf's reference R-50-FPN: the reference's frozen first stage and frozen
 // batch norm are trained here; the mini model has one feature level and no FPN.
 #pragma once
+#include "core/precision.h"
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,7 @@ struct MaskRcnnSpec {
   int max_masks = 128;      // mask-head rows per forward
   float bn_momentum = 0.9f, bn_eps = 1e-5f;
   Device device = Device::cpu;
+  Precision precision = Precision::fp32;  // --precision: the op table (core/precision.h)
 };
 
 // "maskrcnn_mini" (96x96 scenes: stride 8, 12x12x64) and "maskrcnn_r50" (ResNet-50 with the FPN,

@@ -241,6 +241,7 @@ std::unique_ptr<Workload> make_maskrcnn_workload(const WorkloadContext& ctx, con
                                     max_masks);
   spec.bn_momentum = s.cfg.bn_momentum;
   spec.device = ctx.device;
+  spec.precision = ctx.precision;
   s.net = build_maskrcnn(spec, s.store);
   finalize_params(s.store);
   f.model_summary = maskrcnn_summary(*s.net);

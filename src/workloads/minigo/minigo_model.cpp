@@ -38,7 +38,7 @@ std::unique_ptr<MinigoNet> build_minigo_net(const MinigoNetSpec& spec, ParamStor
   auto net = std::make_unique<MinigoNet>();
   MinigoNet& n = *net;
   n.spec = spec;
-  n.ops = &ops_for(spec.device);
+  n.ops = &ops_for(spec.device, spec.precision);
   n.buffers.device = spec.device;
   const size_t mb = size_t(spec.max_batch);
   const int b = spec.board, cells = b * b;

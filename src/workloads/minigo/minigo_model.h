@@ -3,6 +3,7 @@
 // size*size + 1 moves, the last one pass) and a value head (1x1 conv to 1 plane, BN, ReLU, linear to
 // `value_hidden`, ReLU, linear to one logit; the value is tanh of it, the loss squared error).
 #pragma once
+#include "core/precision.h"
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -24,6 +25,7 @@ struct MinigoNetSpec {
   int max_batch = 64;
   float bn_momentum = 0.9f, bn_eps = 1e-5f;
   Device device = Device::cpu;
+  Precision precision = Precision::fp32;  // --precision: the op table (core/precision.h)
   int moves() const { return board * board + 1; }
 };
 

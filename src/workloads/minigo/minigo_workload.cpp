@@ -315,8 +315,9 @@ std::unique_ptr<Workload> make_minigo_workload(const WorkloadContext& ctx, const
   spec.max_batch = std::max(s.span, s.cfg.selfplay.mcts.virtual_losses);
   spec.bn_momentum = s.cfg.bn_momentum;
   spec.device = ctx.device;
+  spec.precision = ctx.precision;
   s.device = ctx.device;
-  s.ops = &ops_for(ctx.device);
+  s.ops = &ops_for(ctx.device, ctx.precision);
   s.net = build_minigo_net(spec, s.store);
   finalize_params(s.store);
   f.model_summary = minigo_summary(*s.net);

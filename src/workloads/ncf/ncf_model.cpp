@@ -45,7 +45,7 @@ std::unique_ptr<NeuMF> build_neumf(const NeuMFSpec& spec, ParamStore& store) {
 
   const int B = spec.max_batch;
   const int widest = *std::max_element(L.begin(), L.end());
-  m->ops = &ops_for(spec.device);
+  m->ops = &ops_for(spec.device, spec.precision);
   NeuMF& r = *m;
   r.buffers.device = spec.device;
   auto floats = [&r](size_t n) { return r.buffers.floats(n); };

@@ -7,6 +7,7 @@
 // *_embedding (LazyAdam updates only their touched rows). Activation buffers are owned by the
 // model, sized for max_batch rows at build: no allocation in a step.
 #pragma once
+#include "core/precision.h"
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,6 +27,7 @@ struct NeuMFSpec {
   std::vector<int> mlp_layers{256, 256, 128, 64};
   int max_batch = 0;
   Device device = Device::cpu;  // where activations live and ops run (the store is placed by the caller)
+  Precision precision = Precision::fp32;  // --precision: the op table (core/precision.h)
 };
 
 struct NeuMF {

@@ -164,8 +164,9 @@ std::unique_ptr<Workload> make_ncf_workload(const WorkloadContext& ctx, const nl
   // Room for the training slice and for one user's eval list.
   spec.max_batch = std::max(local, s->data.eval_negatives + 1);
   spec.device = ctx.device;
+  spec.precision = ctx.precision;
   s->device = ctx.device;
-  s->ops = &ops_for(ctx.device);
+  s->ops = &ops_for(ctx.device, ctx.precision);
   s->net = build_neumf(spec, s->store);
   finalize_params(s->store);
   f.model_summary = neumf_summary(*s->net, s->store) + ", " + std::to_string(s->negatives) +

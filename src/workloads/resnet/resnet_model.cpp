@@ -39,7 +39,7 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
              "resnet: bad spec");
   auto net = std::make_unique<ResNet>();
   net->spec = spec;
-  net->ops = &ops_for(spec.device);
+  net->ops = &ops_for(spec.device, spec.precision);
   net->buffers.device = spec.device;
   const size_t mb = size_t(spec.max_batch);
   const nn::ConvBnSpec cb{spec.max_batch, spec.bn_momentum, spec.bn_epsilon};

@@ -2,6 +2,7 @@
 // "resnet50" (v1.5 bottlenecks, stride on the 3x3). Parameters and batch-norm running statistics
 // live in the caller's ParamStore; activations for max_batch are allocated once at build.
 #pragma once
+#include "core/precision.h"
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -24,6 +25,7 @@ struct ResNetSpec {
   float bn_epsilon = 1e-5f;
   bool zero_init_residual_gamma = false;  // last BN gamma of each block starts at 0
   Device device = Device::cpu;  // where activations live and ops run (the store is placed by the caller)
+  Precision precision = Precision::fp32;  // --precision: the op table (core/precision.h)
 };
 
 struct ResNet;  // opaque; defined in the .cpp

@@ -168,8 +168,9 @@ std::unique_ptr<Workload> make_resnet_workload(const WorkloadContext& ctx, const
   spec.bn_momentum = cfg.bn_momentum;
   spec.zero_init_residual_gamma = cfg.zero_init_residual;
   spec.device = ctx.device;
+  spec.precision = ctx.precision;
   s->device = ctx.device;
-  s->ops = &ops_for(ctx.device);
+  s->ops = &ops_for(ctx.device, ctx.precision);
   s->net = build_resnet(spec, s->store);
   finalize_params(s->store);
   arena_init_on(ctx.device, s->arena, resnet_arena_bytes(*s->net, s->span));

@@ -132,7 +132,7 @@ std::unique_ptr<Ssd> build_ssd(const SsdSpec& spec, ParamStore& s) {
   auto net = std::make_unique<Ssd>();
   Ssd& n = *net;
   n.spec = spec;
-  n.ops = &ops_for(spec.device);
+  n.ops = &ops_for(spec.device, spec.precision);
   n.buffers.device = spec.device;
   const size_t first_view = s.views.size();
   const nn::ConvBnSpec cb{spec.max_batch, spec.bn_momentum, spec.bn_eps};

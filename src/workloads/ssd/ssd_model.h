@@ -7,6 +7,7 @@
 //   ssd300:   MLPerf's SSD300-ResNet34: ResNet-34 through layer3 (layer3 at stride 1) -> 38x38x256,
 //             five extras -> 19, 10, 5, 3, 1; 8732 priors.
 #pragma once
+#include "core/precision.h"
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -47,6 +48,7 @@ struct SsdSpec {
   int max_batch = 32;
   float bn_momentum = 0.9f, bn_eps = 1e-5f;
   Device device = Device::cpu;
+  Precision precision = Precision::fp32;  // --precision: the op table (core/precision.h)
 };
 
 // The named architectures ("ssd_mini", "ssd300") for an input and class count; UserError for

@@ -228,8 +228,9 @@ std::unique_ptr<Workload> make_ssd_workload(const WorkloadContext& ctx, const nl
   SsdSpec spec = ssd_spec(s.cfg.model, s.train.h, s.train.w, s.train.c, s.classes, s.span);
   spec.bn_momentum = s.cfg.bn_momentum;
   spec.device = ctx.device;
+  spec.precision = ctx.precision;
   s.device = ctx.device;
-  s.ops = &ops_for(ctx.device);
+  s.ops = &ops_for(ctx.device, ctx.precision);
   s.net = build_ssd(spec, s.store);
   finalize_params(s.store);
   s.priors = ssd_num_priors(*s.net);

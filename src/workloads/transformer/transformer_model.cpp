@@ -451,7 +451,7 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
   auto m = std::make_unique<Transformer>();
   Transformer& t = *m;
   t.spec = spec;
-  t.ops = &ops_for(spec.device);
+  t.ops = &ops_for(spec.device, spec.precision);
   t.buffers.device = spec.device;
   t.d = spec.d_model;
   t.H = spec.heads;

@@ -5,6 +5,7 @@
 // target and the output projection (logits = y E^T), embeddings scaled by sqrt(d_model).
 // Dropout (residual and embedding) is counter-based (kernels: dropout_forward).
 #pragma once
+#include "core/precision.h"
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -26,6 +27,7 @@ struct TransformerSpec {
   float label_smoothing = 0.1f;
   Seq2SeqLimits limits;
   Device device = Device::cpu;
+  Precision precision = Precision::fp32;  // --precision: the op table (core/precision.h)
 };
 
 // Builds the model's views into `store` (before finalize_params) and its buffers on spec.device.

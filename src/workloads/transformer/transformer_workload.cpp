@@ -40,6 +40,7 @@ std::unique_ptr<Workload> make_transformer_workload(const WorkloadContext& ctx, 
   w.lowercase_bleu = false;
   TransformerSpec spec = read_transformer_spec(config);
   spec.device = ctx.device;
+  spec.precision = ctx.precision;
   w.build_model = [spec](const Seq2SeqLimits& limits, int vocab, ParamStore& store) mutable {
     spec.limits = limits;
     spec.vocab = vocab;

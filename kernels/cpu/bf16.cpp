@@ -1,0 +1,18 @@
+// bf16 rounding (kernels/op_signatures.inc: bf16_round*): the bit trick of core/bf16.h, which the
+// compiler vectorizes.
+#include <cstddef>
+
+#include "core/bf16.h"
+#include "kernels/ops.h"
+
+namespace mlpd {
+
+void bf16_round(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = round_to_bf16(x[i]);
+}
+
+void bf16_round_rows(const float* x, int rows, int width, int ld_x, float* y, int ld_y) {
+  for (int r = 0; r < rows; ++r) bf16_round(x + size_t(r) * ld_x, y + size_t(r) * ld_y, size_t(width));
+}
+
+}  // namespace mlpd

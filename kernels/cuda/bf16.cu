@@ -1,0 +1,40 @@
+// bf16 rounding on the GPU (kernels/op_signatures.inc: bf16_round*): grid-stride loops over the
+// rounding of core/bf16.h, so both devices give the same bits.
+#include "core/bf16.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops.h"
+
+namespace mlpd::cuda {
+
+namespace {
+
+__global__ void bf16_round_kernel(const float* x, float* y, size_t n) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) y[i] = round_to_bf16(x[i]);
+}
+
+__global__ void bf16_round_rows_kernel(const float* x, int rows, int width, int ld_x, float* y, int ld_y) {
+  const size_t total = size_t(rows) * width;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const size_t r = i / width, c = i % width;
+    y[r * ld_y + c] = round_to_bf16(x[r * ld_x + c]);
+  }
+}
+
+}  // namespace
+
+void bf16_round(const float* x, float* y, size_t n) {
+  if (n == 0) return;
+  bf16_round_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(x, y, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+void bf16_round_rows(const float* x, int rows, int width, int ld_x, float* y, int ld_y) {
+  if (rows <= 0 || width <= 0) return;
+  bf16_round_rows_kernel<<<blocks_for(size_t(rows) * width), kThreads, 0, stream()>>>(x, rows, width, ld_x, y,
+                                                                                     ld_y);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mlpd::cuda
