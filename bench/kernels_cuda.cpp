@@ -84,6 +84,12 @@ size_t wrong_scalar(const char* what, double got, double want, double rel, doubl
 
 const OpTable& C() { return cpu_ops(); }
 const OpTable& G() { return cuda_ops(); }
+// The bf16 tables (--precision bf16): checked CUDA against CPU at the tolerance of tests/gpu/gpu_bf16_test.cpp.
+const OpTable& C(Precision p) { return ops_for(Device::cpu, p); }
+const OpTable& G(Precision p) { return ops_for(Device::cuda, p); }
+double rel_tolerance(Precision p) { return p == Precision::bf16 ? 1e-2 : 1e-4; }
+double abs_tolerance(Precision p) { return p == Precision::bf16 ? 1e-3 : 1e-4; }
+std::string precision_label(Precision p) { return p == Precision::bf16 ? "bf16 " : ""; }
 
 // One measured op at one shape.
 struct Case {
@@ -101,20 +107,20 @@ struct Entry {
 constexpr double kF = sizeof(float);
 
 // ---- GEMM ----
-Case gemm_case(bool ta, bool tb, int m, int n, int k, const char* label) {
+Case gemm_case(bool ta, bool tb, int m, int n, int k, const char* label, Precision p = Precision::fp32) {
   auto a = std::make_shared<DevF>(randf(size_t(m) * k, 1)), b = std::make_shared<DevF>(randf(size_t(k) * n, 2));
   auto c = std::make_shared<DevF>(std::vector<float>(size_t(m) * n, 0.0f));
   const int lda = ta ? m : k, ldb = tb ? k : n;
-  Case r{"gemm", std::string(ta ? "T" : "N") + (tb ? "T" : "N") + " " + std::to_string(m) + "x" + std::to_string(n) +
-                     "x" + std::to_string(k) + " " + label};
+  Case r{"gemm", precision_label(p) + (ta ? "T" : "N") + (tb ? "T" : "N") + " " + std::to_string(m) + "x" +
+                     std::to_string(n) + "x" + std::to_string(k) + " " + label};
   r.bytes = kF * (double(m) * k + double(k) * n + double(m) * n);
   r.flops = 2.0 * m * n * k;
-  r.run = [=] { G().gemm(ta, tb, m, n, k, 1.0f, a->d(), lda, b->d(), ldb, 0.0f, c->d(), n); };
+  r.run = [=] { G(p).gemm(ta, tb, m, n, k, 1.0f, a->d(), lda, b->d(), ldb, 0.0f, c->d(), n); };
   r.check = [=] {
-    G().gemm(ta, tb, m, n, k, 1.0f, a->d(), lda, b->d(), ldb, 0.0f, c->d(), n);
+    G(p).gemm(ta, tb, m, n, k, 1.0f, a->d(), lda, b->d(), ldb, 0.0f, c->d(), n);
     std::vector<float> want(c->host.size());
-    C().gemm(ta, tb, m, n, k, 1.0f, a->host.data(), lda, b->host.data(), ldb, 0.0f, want.data(), n);
-    return count_wrong("gemm C", c->download(), want, 1e-4, 1e-4);
+    C(p).gemm(ta, tb, m, n, k, 1.0f, a->host.data(), lda, b->host.data(), ldb, 0.0f, want.data(), n);
+    return count_wrong("gemm C", c->download(), want, rel_tolerance(p), abs_tolerance(p));
   };
   return r;
 }
@@ -128,37 +134,40 @@ ConvDims dims(int n, int h, int w, int ci, int co, int k, int s, int p) {
   return d;
 }
 
-Case conv_case(Pass pass, const ConvDims& d, const char* label) {
+Case conv_case(Pass pass, const ConvDims& d, const char* label, Precision p = Precision::fp32) {
   const size_t nx = size_t(d.n) * d.h * d.w * d.c_in, ny = size_t(d.n) * d.out_h() * d.out_w() * d.c_out;
   const size_t nw = size_t(d.k) * d.k * d.c_in * d.c_out;
   auto x = std::make_shared<DevF>(randf(nx, 3)), w = std::make_shared<DevF>(randf(nw, 4));
   auto y = std::make_shared<DevF>(randf(ny, 5));  // dy for the backward passes
   auto out = std::make_shared<DevF>(std::vector<float>(pass == Pass::forward ? ny : pass == Pass::backward_data ? nx : nw, 0.0f));
   auto arena = std::make_shared<Arena>();
-  arena_init_on(Device::cuda, *arena, G().conv2d_scratch_floats(d) * sizeof(float) + 4096);
+  arena_init_on(Device::cuda, *arena, G(p).conv2d_scratch_floats(d) * sizeof(float) + 4096);
   const char* names[] = {"conv2d_forward", "conv2d_backward_data", "conv2d_backward_weights"};
   char shape[160];
-  std::snprintf(shape, sizeof shape, "%dx%dx%d->%d k%ds%d n%d %s", d.h, d.w, d.c_in, d.c_out, d.k, d.stride, d.n, label);
+  std::snprintf(shape, sizeof shape, "%s%dx%dx%d->%d k%ds%d n%d %s", precision_label(p).c_str(), d.h, d.w, d.c_in,
+                d.c_out, d.k, d.stride, d.n, label);
   Case r{names[int(pass)], shape};
   r.flops = 2.0 * double(ny) * double(d.k) * d.k * d.c_in;
   r.bytes = kF * double(nx + ny + nw) + (pass == Pass::backward_weights ? kF * double(nw) : 0.0);
-  r.run = [=] {
-    if (pass == Pass::forward) G().conv2d_forward(d, x->d(), w->d(), out->d(), *arena);
-    else if (pass == Pass::backward_data) G().conv2d_backward_data(d, y->d(), w->d(), out->d(), *arena, false);
-    else G().conv2d_backward_weights(d, x->d(), y->d(), out->d(), *arena);
+  const OpTable& g = G(p);
+  const OpTable& cpu = C(p);
+  r.run = [=, &g] {
+    if (pass == Pass::forward) g.conv2d_forward(d, x->d(), w->d(), out->d(), *arena);
+    else if (pass == Pass::backward_data) g.conv2d_backward_data(d, y->d(), w->d(), out->d(), *arena, false);
+    else g.conv2d_backward_weights(d, x->d(), y->d(), out->d(), *arena);
   };
-  r.check = [=] {
+  r.check = [=, &g, &cpu] {
     out->reset();
-    if (pass == Pass::forward) G().conv2d_forward(d, x->d(), w->d(), out->d(), *arena);
-    else if (pass == Pass::backward_data) G().conv2d_backward_data(d, y->d(), w->d(), out->d(), *arena, false);
-    else G().conv2d_backward_weights(d, x->d(), y->d(), out->d(), *arena);
+    if (pass == Pass::forward) g.conv2d_forward(d, x->d(), w->d(), out->d(), *arena);
+    else if (pass == Pass::backward_data) g.conv2d_backward_data(d, y->d(), w->d(), out->d(), *arena, false);
+    else g.conv2d_backward_weights(d, x->d(), y->d(), out->d(), *arena);
     Arena ca;
-    arena_init(ca, C().conv2d_scratch_floats(d) * sizeof(float) + 4096);
+    arena_init(ca, cpu.conv2d_scratch_floats(d) * sizeof(float) + 4096);
     std::vector<float> want = out->host;
-    if (pass == Pass::forward) C().conv2d_forward(d, x->host.data(), w->host.data(), want.data(), ca);
-    else if (pass == Pass::backward_data) C().conv2d_backward_data(d, y->host.data(), w->host.data(), want.data(), ca, false);
-    else C().conv2d_backward_weights(d, x->host.data(), y->host.data(), want.data(), ca);
-    return count_wrong(names[int(pass)], out->download(), want, 1e-4, 1e-4);
+    if (pass == Pass::forward) cpu.conv2d_forward(d, x->host.data(), w->host.data(), want.data(), ca);
+    else if (pass == Pass::backward_data) cpu.conv2d_backward_data(d, y->host.data(), w->host.data(), want.data(), ca, false);
+    else cpu.conv2d_backward_weights(d, x->host.data(), y->host.data(), want.data(), ca);
+    return count_wrong(names[int(pass)], out->download(), want, rel_tolerance(p), abs_tolerance(p));
   };
   return r;
 }
@@ -504,6 +513,15 @@ std::vector<Entry> all_entries() {
       const char* names[] = {"conv2d_forward", "conv2d_backward_data", "conv2d_backward_weights"};
       add(names[int(p)], [p, d = d, label = label] { return conv_case(p, d, label); });
     }
+  // The same on the bf16 table (--precision bf16: rounded operands, TF32 tensor cores), where it pays most.
+  add("gemm", [] { return gemm_case(false, false, 2048, 2048, 2048, "square", Precision::bf16); });
+  for (Pass p : {Pass::forward, Pass::backward_data, Pass::backward_weights})
+    for (int i : {1, 4, 5}) {
+      const char* names[] = {"conv2d_forward", "conv2d_backward_data", "conv2d_backward_weights"};
+      add(names[int(p)], [p, d = convs[i].first, label = convs[i].second] {
+        return conv_case(p, d, label, Precision::bf16);
+      });
+    }
   const std::pair<int64_t, int> bns[] = {{32 * 112 * 112, 64}, {32 * 56 * 56, 256}, {32 * 7 * 7, 2048}, {128 * 28 * 28, 16}};
   for (Bn w : {Bn::train, Bn::eval, Bn::backward})
     for (const auto& [rows, c] : bns) {
@@ -604,7 +622,8 @@ int main(int argc, char** argv) {
     const DeviceContext ctx = open_device(Device::cuda, 0);
     const Peak peak = device_peak(ctx.ordinal);
     std::printf("kernels_cuda: %s | peak %.0f GB/s (2 x memory clock x bus width), %.1f TFLOP/s fp32 "
-                "(2 x lanes x SMs x clock) | %d timed calls each\n",
+                "(2 x lanes x SMs x clock; bf16 rows run on TF32 tensor cores and may pass 100%%) | %d timed calls "
+                "each\n",
                 ctx.description.c_str(), peak.bytes_per_s / 1e9, peak.flops / 1e12, iters);
     std::printf("%-24s %-44s %10s %10s %13s %9s %9s %6s %6s %6s\n", "op", "shape", "us/call", "MB(napkin)",
                 "MFLOP(napkin)", "GB/s", "GFLOP/s", "%BW", "%FP32", "#wrong");

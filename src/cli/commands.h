@@ -152,6 +152,7 @@ struct ScaleArgs {
   std::string launcher;                 // "" : mpirun (or srun inside a Slurm allocation)
   std::vector<std::string> sets;
   std::string device = "cpu";
+  std::string precision = "fp32";
   int64_t per_rank_batch = 0;           // weak: 0 = configured global batch / largest rank count
   int cores_per_node = 0;               // 0: this machine's
   bool no_comm_bench = false;

@@ -72,6 +72,9 @@ void add_scale_command(CLI::App& app, ScaleArgs& a) {
                 "srun --mpi=pmix -n {n} inside a Slurm allocation, else mpirun on this host)");
   c->add_option("--set", a.sets, "Override one config key of every run: --set key=value (repeatable)");
   c->add_option("--device", a.device, "cpu or cuda (as train)")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  c->add_option("--precision", a.precision, "fp32 or bf16 (as train)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   c->add_option("--cores-per-node", a.cores_per_node,
                 "Cores per node for the model's contention term (0: this machine's count)")
       ->check(CLI::Range(0, 1 << 16))
@@ -105,6 +108,7 @@ RunRequest run_request(const ScaleArgs& a, const std::vector<std::string>& extra
   req.sets.insert(req.sets.end(), extra_sets.begin(), extra_sets.end());
   req.data_dir = a.data_dir;
   req.device = parse_device(a.device);
+  req.precision = parse_compute_precision(a.precision);
   return req;
 }
 
@@ -140,7 +144,7 @@ std::vector<PointPlan> plan_points(const ScaleArgs& a, bool weak) {
 
 std::vector<std::string> train_words(const ScaleArgs& a, const std::string& exe, const PointPlan& p) {
   std::vector<std::string> w = {exe, "--log-level", "info", "train", "--benchmark", a.benchmark, "--scale", a.scale,
-                                "--data-dir", a.data_dir, "--device", a.device, "--results-dir",
+                                "--data-dir", a.data_dir, "--device", a.device, "--precision", a.precision, "--results-dir",
                                 (fs::path(p.dir) / "results").string(), "--system", "scale", "--step-stats",
                                 (fs::path(p.dir) / "step_stats.json").string(), "--progress-seconds", "60"};
   for (const std::string& s : a.sets) w.insert(w.end(), {"--set", s});

@@ -1,0 +1,105 @@
+// The bf16 compute precision on the GPU against the CPU: the rounding ops bit for bit, and the
+// CUDA bf16 table's GEMM, fully connected layer and convolution against the CPU bf16 table. Both
+// multiply the same bf16 operands exactly and accumulate in fp32 (CUDA on TF32 tensor cores), in
+// different orders; an output rounded to bf16 may then land one bf16 step (2^-8 relative) apart:
+// tolerance 1e-2 relative + 1e-3 absolute, and weight gradients (fp32, not rounded) 1e-3 + 1e-3.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/bf16.h"
+#include "gpu_test_util.h"
+
+using namespace mlpd;
+using namespace mlpd::gpu_test;
+
+namespace {
+
+const OpTable& cpu16() { return ops_for(Device::cpu, Precision::bf16); }
+const OpTable& gpu16() { return ops_for(Device::cuda, Precision::bf16); }
+constexpr double kRel = 1e-2, kAbs = 1e-3;
+
+TEST_F(GpuTest, Bf16RoundingHasTheCpuBits) {
+  std::vector<float> x = random_floats(100003, 40, -1e4f, 1e4f);
+  x[0] = std::numeric_limits<float>::quiet_NaN();
+  x[1] = std::numeric_limits<float>::max();
+  x[2] = 1.0f + std::ldexp(1.0f, -8);  // a tie
+  std::vector<float> want(x.size());
+  cpu().bf16_round(x.data(), want.data(), x.size());
+  DeviceBuffer<float> gx(x), gy(x.size());
+  gpu().bf16_round(gx.get(), gy.get(), x.size());
+  EXPECT_TRUE(same_bits("bf16_round", gy.download(), want));
+  gpu().bf16_round(gx.get(), gx.get(), x.size());  // in place
+  EXPECT_TRUE(same_bits("bf16_round in place", gx.download(), want));
+
+  const int rows = 33, width = 17, ld_x = 20, ld_y = 19;
+  const auto src = random_floats(size_t(rows) * ld_x, 41);
+  std::vector<float> dst(size_t(rows) * ld_y, 3.0f);
+  DeviceBuffer<float> gsrc(src), gdst(dst);
+  cpu().bf16_round_rows(src.data(), rows, width, ld_x, dst.data(), ld_y);
+  gpu().bf16_round_rows(gsrc.get(), rows, width, ld_x, gdst.get(), ld_y);
+  EXPECT_TRUE(same_bits("bf16_round_rows", gdst.download(), dst));
+}
+
+TEST_F(GpuTest, Bf16GemmMatchesTheCpuBf16Gemm) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (float beta : {0.0f, 1.0f}) {
+        const int m = 67, n = 129, k = 300, pad = 3;
+        const int a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+        const int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+        const auto a = random_floats(size_t(a_rows) * lda, 42), b = random_floats(size_t(b_rows) * ldb, 43);
+        const auto c0 = random_floats(size_t(m) * ldc, 44);
+        std::vector<float> want = c0;
+        cpu16().gemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, beta, want.data(), ldc);
+        DeviceBuffer<float> ga(a), gb(b), gc(c0);
+        gpu16().gemm(ta, tb, m, n, k, 1.0f, ga.get(), lda, gb.get(), ldb, beta, gc.get(), ldc);
+        EXPECT_TRUE(all_close(cat("bf16 gemm ", ta, tb, " beta ", beta), gc.download(), want, kRel, kAbs));
+      }
+}
+
+TEST_F(GpuTest, Bf16LinearMatchesTheCpuBf16Linear) {
+  const int n = 96, in = 200, out = 70;
+  const auto x = random_floats(size_t(n) * in, 45), w = random_floats(size_t(in) * out, 46);
+  const auto b = random_floats(out, 47), dy = random_floats(size_t(n) * out, 48);
+  std::vector<float> y(size_t(n) * out), dx(size_t(n) * in), dw(size_t(in) * out, 0.0f), db(out, 0.0f);
+  cpu16().linear_forward(x.data(), n, in, out, w.data(), b.data(), y.data());
+  cpu16().linear_backward(x.data(), dy.data(), n, in, out, w.data(), dx.data(), dw.data(), db.data());
+  DeviceBuffer<float> gx(x), gw(w), gb(b), gdy(dy), gy(y.size()), gdx(dx.size()), gdw(dw.size()), gdb(db.size());
+  gpu16().linear_forward(gx.get(), n, in, out, gw.get(), gb.get(), gy.get());
+  gpu16().linear_backward(gx.get(), gdy.get(), n, in, out, gw.get(), gdx.get(), gdw.get(), gdb.get());
+  EXPECT_TRUE(all_close("bf16 linear y", gy.download(), y, kRel, kAbs));
+  EXPECT_TRUE(all_close("bf16 linear dx", gdx.download(), dx, kRel, kAbs));
+  EXPECT_TRUE(all_close("bf16 linear dw", gdw.download(), dw, 1e-3, 1e-3));
+  EXPECT_TRUE(all_close("bf16 linear db", gdb.download(), db, 1e-3, 1e-3));
+}
+
+TEST_F(GpuTest, Bf16ConvolutionMatchesTheCpuBf16Convolution) {
+  ConvDims d;
+  d.n = 4, d.h = 14, d.w = 14, d.c_in = 32, d.c_out = 64, d.k = 3, d.stride = 1, d.pad = 1;
+  const size_t nx = size_t(d.n) * d.h * d.w * d.c_in, ny = size_t(d.n) * d.out_h() * d.out_w() * d.c_out;
+  const size_t nw = size_t(d.k) * d.k * d.c_in * d.c_out;
+  const auto x = random_floats(nx, 49), w = random_floats(nw, 50), dy = random_floats(ny, 51);
+  Arena ca = host_arena(cpu16().conv2d_scratch_floats(d) * sizeof(float) + 4096);
+  Arena ga = device_arena(gpu16().conv2d_scratch_floats(d) * sizeof(float) + 4096);
+  std::vector<float> y(ny), dx(nx), dw(nw, 0.0f);
+  cpu16().conv2d_forward(d, x.data(), w.data(), y.data(), ca);
+  cpu16().conv2d_backward_data(d, dy.data(), w.data(), dx.data(), ca, false);
+  cpu16().conv2d_backward_weights(d, x.data(), dy.data(), dw.data(), ca);
+  DeviceBuffer<float> gx(x), gw(w), gdy(dy), gy(ny), gdx(nx), gdw(nw);
+  gpu16().conv2d_forward(d, gx.get(), gw.get(), gy.get(), ga);
+  gpu16().conv2d_backward_data(d, gdy.get(), gw.get(), gdx.get(), ga, false);
+  gpu16().conv2d_backward_weights(d, gx.get(), gdy.get(), gdw.get(), ga);
+  EXPECT_TRUE(all_close("bf16 conv y", gy.download(), y, kRel, kAbs));
+  EXPECT_TRUE(all_close("bf16 conv dx", gdx.download(), dx, kRel, kAbs));
+  EXPECT_TRUE(all_close("bf16 conv dw", gdw.download(), dw, 1e-3, 1e-3));
+  // The fp32 table is back in fp32 math after a bf16 op: its GEMM still meets fp32 tolerance.
+  std::vector<float> c(size_t(64) * 64), want(c.size());
+  const auto a = random_floats(64 * 512, 52), b = random_floats(512 * 64, 53);
+  cpu().gemm(false, false, 64, 64, 512, 1.0f, a.data(), 512, b.data(), 64, 0.0f, want.data(), 64);
+  DeviceBuffer<float> gA(a), gB(b), gC(c.size());
+  gpu().gemm(false, false, 64, 64, 512, 1.0f, gA.get(), 512, gB.get(), 64, 0.0f, gC.get(), 64);
+  EXPECT_TRUE(all_close("fp32 gemm after bf16 ops", gC.download(), want, 1e-4, 1e-4));
+}
+
+}  // namespace
