@@ -124,47 +124,43 @@ size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
   return ops_for(D).conv2d_scratch_floats(d) + std::max({x + w, y + w, x + y});
 }
 
+enum class ConvPass { forward, backward_data, backward_weights };
+
+// One convolution pass: its two operands (x and w, dy and w, or x and dy) rounded into the arena,
+// the fp32 pass on them, and its output rounded unless it accumulates (dw always; dx if asked).
 template <Device D>
-void conv2d_forward_bf16(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena) {
+void conv_pass_bf16(ConvPass pass, const ConvDims& d, const float* a, size_t a_floats, const float* b,
+                    size_t b_floats, float* out, Arena& arena, bool accumulate) {
   const OpTable& o = ops_for(D);
   ArenaScope scope(arena);
-  float* x16 = arena_floats(arena, conv_x_floats(d));
-  float* w16 = arena_floats(arena, conv_w_floats(d));
-  o.bf16_round(x, x16, conv_x_floats(d));
-  o.bf16_round(w, w16, conv_w_floats(d));
+  float* a16 = arena_floats(arena, a_floats);
+  float* b16 = arena_floats(arena, b_floats);
+  o.bf16_round(a, a16, a_floats);
+  o.bf16_round(b, b16, b_floats);
   {
     TensorCoreMath tc(D);
-    o.conv2d_forward(d, x16, w16, y, arena);
+    if (pass == ConvPass::forward) o.conv2d_forward(d, a16, b16, out, arena);
+    if (pass == ConvPass::backward_data) o.conv2d_backward_data(d, a16, b16, out, arena, accumulate);
+    if (pass == ConvPass::backward_weights) o.conv2d_backward_weights(d, a16, b16, out, arena);
   }
-  o.bf16_round(y, y, conv_y_floats(d));
+  if (pass == ConvPass::forward) o.bf16_round(out, out, conv_y_floats(d));
+  if (pass == ConvPass::backward_data && !accumulate) o.bf16_round(out, out, conv_x_floats(d));
+}
+
+template <Device D>
+void conv2d_forward_bf16(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena) {
+  conv_pass_bf16<D>(ConvPass::forward, d, x, conv_x_floats(d), w, conv_w_floats(d), y, arena, false);
 }
 
 template <Device D>
 void conv2d_backward_data_bf16(const ConvDims& d, const float* dy, const float* w, float* dx, Arena& arena,
                                bool accumulate) {
-  const OpTable& o = ops_for(D);
-  ArenaScope scope(arena);
-  float* dy16 = arena_floats(arena, conv_y_floats(d));
-  float* w16 = arena_floats(arena, conv_w_floats(d));
-  o.bf16_round(dy, dy16, conv_y_floats(d));
-  o.bf16_round(w, w16, conv_w_floats(d));
-  {
-    TensorCoreMath tc(D);
-    o.conv2d_backward_data(d, dy16, w16, dx, arena, accumulate);
-  }
-  if (!accumulate) o.bf16_round(dx, dx, conv_x_floats(d));
+  conv_pass_bf16<D>(ConvPass::backward_data, d, dy, conv_y_floats(d), w, conv_w_floats(d), dx, arena, accumulate);
 }
 
 template <Device D>
 void conv2d_backward_weights_bf16(const ConvDims& d, const float* x, const float* dy, float* dw, Arena& arena) {
-  const OpTable& o = ops_for(D);
-  ArenaScope scope(arena);
-  float* x16 = arena_floats(arena, conv_x_floats(d));
-  float* dy16 = arena_floats(arena, conv_y_floats(d));
-  o.bf16_round(x, x16, conv_x_floats(d));
-  o.bf16_round(dy, dy16, conv_y_floats(d));
-  TensorCoreMath tc(D);
-  o.conv2d_backward_weights(d, x16, dy16, dw, arena);
+  conv_pass_bf16<D>(ConvPass::backward_weights, d, x, conv_x_floats(d), dy, conv_y_floats(d), dw, arena, true);
 }
 
 template <Device D>

@@ -13,24 +13,16 @@
 
 namespace mlpd {
 
+// memcpy, which nvcc also compiles for the device: the one well-defined way to read the bits.
 MLPD_HOST_DEVICE inline uint32_t f32_bits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
   uint32_t u;
-  std::memcpy(&u, &f, 4);
+  memcpy(&u, &f, 4);
   return u;
-#endif
 }
-
 MLPD_HOST_DEVICE inline float f32_from_bits(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
   float f;
-  std::memcpy(&f, &u, 4);
+  memcpy(&f, &u, 4);
   return f;
-#endif
 }
 
 // Round to nearest, ties to even; a NaN stays a (quiet) NaN, and what rounds past the largest
