@@ -91,7 +91,9 @@ std::string runs_table(const BenchmarkReport& b, const std::string& key) {
     s += cell(epochs_text(r), "num") + cell(r.global_batch ? std::to_string(*r.global_batch) : "-", "num");
     s += cell(r.stats ? throughput_text(*r.stats) : "-", "num") +
          cell(r.stats ? percent_text(r.stats->comm_share) : "-", "num");
-    s += cell(ranks_text(r), "num") + cell(r.stats && !r.stats->device.empty() ? r.stats->device : "-");
+    const bool device_known = r.stats && !r.stats->device.empty();
+    const std::string precision = device_known && r.stats->precision != "fp32" ? " " + r.stats->precision : "";
+    s += cell(ranks_text(r), "num") + cell(device_known ? r.stats->device + precision : "-");
     s += "</tr>";
   }
   s += "</table>";

@@ -70,7 +70,7 @@ json opt(std::optional<double> v) { return v && std::isfinite(*v) ? json(*v) : j
 const std::vector<std::string> kCsvColumns = {
     "kind",  "system",          "benchmark",    "scale",     "division",      "run",         "seed",      "status",
     "check", "time_to_train_s", "final_metric", "epochs",    "global_batch",  "throughput",  "work_unit", "comm_share",
-    "ranks", "device",          "runs",         "converged", "required_runs", "score_valid", "score_s",   "score_note"};
+    "ranks", "device",          "precision",    "runs",         "converged", "required_runs", "score_valid", "score_s",   "score_note"};
 
 std::string csv_row(const std::vector<std::string>& fields) {
   std::string s;
@@ -157,6 +157,7 @@ std::string render_csv(const Report& report) {
                   "",
                   "",
                   "",
+                  "",
                   std::to_string(b.score.runs),
                   std::to_string(b.score.converged),
                   std::to_string(b.required_runs),
@@ -185,6 +186,7 @@ std::string render_csv(const Report& report) {
            st ? csv_number(r.stats->comm_share) : "",
            st ? std::to_string(r.stats->ranks) : "",
            st ? r.stats->device : "",
+           st ? r.stats->precision : "",
            "",
            "",
            "",
@@ -245,7 +247,8 @@ json report_json(const Report& report) {
                                    {"steps", r.stats->steps},
                                    {"ranks", r.stats->ranks},
                                    {"nodes", r.stats->nodes},
-                                   {"device", r.stats->device}}
+                                   {"device", r.stats->device},
+                                   {"precision", r.stats->precision}}
                             : json(nullptr);
       runs.push_back(std::move(jr));
     }

@@ -93,6 +93,7 @@ void read_events(const std::string& path, RunRecord& r, const MetricSpec* metric
       s.nodes = static_cast<int>(number_at(value, "nodes").value_or(0.0));
       if (value.contains("work_unit") && value["work_unit"].is_string()) s.work_unit = value["work_unit"];
       if (value.contains("device") && value["device"].is_string()) s.device = value["device"];
+      if (value.contains("precision") && value["precision"].is_string()) s.precision = value["precision"];
       r.stats = s;
     }
   }

@@ -31,6 +31,7 @@ struct RunStats {
   int ranks = 0;
   int nodes = 0;
   std::string device;         // "cpu", "cuda"
+  std::string precision = "fp32";  // --precision: "fp32", "bf16" (logs from before it: fp32)
 };
 
 struct RunRecord {

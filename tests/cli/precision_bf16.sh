@@ -29,6 +29,10 @@ grep '"submission_platform"' "$log" | contains -F '(2 ranks, cpu, bf16)' || fail
 grep '"mlperf_dist_run_summary"' "$log" | contains -F '"precision":"bf16"' || fail "run summary lacks the precision"
 grep '"submission_platform"' "$WORK"/results/fp32/resnet/result_*.txt | contains -F '(2 ranks, cpu)"' ||
   fail "an fp32 run's platform changed"
+# `report` keeps the two apart: the CSV's device and precision columns.
+"$BIN" report "$WORK/results" --format csv > "$WORK/report.csv" 2> /dev/null
+grep '^run,bf16a,' "$WORK/report.csv" | contains ',cpu,bf16,' || { cat "$WORK/report.csv"; fail "report lacks bf16"; }
+grep '^run,fp32,' "$WORK/report.csv" | contains ',cpu,fp32,' || { cat "$WORK/report.csv"; fail "report lacks fp32"; }
 if "$BIN" train --benchmark resnet --precision fp16 > "$WORK/bad.txt" 2>&1; then fail "--precision fp16 was accepted"; fi
 contains -- "--precision" "$WORK/bad.txt" || { cat "$WORK/bad.txt"; fail "no clear error for --precision fp16"; }
 echo "precision_bf16: 12 steps at 2 ranks, bf16 deterministic and within 5% of fp32; ok"

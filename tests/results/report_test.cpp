@@ -271,12 +271,12 @@ TEST(ReportText, csv_quotes_fields_and_has_benchmark_and_run_rows) {
   for (size_t a = 0, b; (b = csv.find('\n', a)) != std::string::npos; a = b + 1) lines.push_back(csv.substr(a, b - a));
   ASSERT_EQ(lines.size(), 1u + 1u + 5u);
   EXPECT_EQ(lines[0].rfind("kind,system,benchmark,scale,division,run,seed,status,check,time_to_train_s,", 0), 0u);
-  // 13 run columns empty on a benchmark row, 6 score columns empty on a run row; numbers as JSON writes them.
-  EXPECT_EQ(lines[1], "benchmark,\"lab, \"\"rack 2\"\"\",ncf,mini,closed" + std::string(13, ',') +
+  // 14 run columns empty on a benchmark row, 6 score columns empty on a run row; numbers as JSON writes them.
+  EXPECT_EQ(lines[1], "benchmark,\"lab, \"\"rack 2\"\"\",ncf,mini,closed" + std::string(14, ',') +
                           ",5,5,5,true,90.0,olympic mean");
   EXPECT_EQ(lines[2],
             "run,\"lab, \"\"rack 2\"\"\",ncf,mini,closed,0,100,success,passed,60.0,0.3,6.0,4096,40000.0,"
-            "samples,0.0,1,cpu" +
+            "samples,0.0,1,cpu,fp32" +
                 std::string(6, ','));
 }
 
