@@ -127,6 +127,7 @@ Case gemm_case(bool ta, bool tb, int m, int n, int k, const char* label, Precisi
 
 // ---- Convolution ----
 enum class Pass { forward, backward_data, backward_weights };
+const char* const kConvOpNames[] = {"conv2d_forward", "conv2d_backward_data", "conv2d_backward_weights"};
 
 ConvDims dims(int n, int h, int w, int ci, int co, int k, int s, int p) {
   ConvDims d;
@@ -142,11 +143,10 @@ Case conv_case(Pass pass, const ConvDims& d, const char* label, Precision p = Pr
   auto out = std::make_shared<DevF>(std::vector<float>(pass == Pass::forward ? ny : pass == Pass::backward_data ? nx : nw, 0.0f));
   auto arena = std::make_shared<Arena>();
   arena_init_on(Device::cuda, *arena, G(p).conv2d_scratch_floats(d) * sizeof(float) + 4096);
-  const char* names[] = {"conv2d_forward", "conv2d_backward_data", "conv2d_backward_weights"};
   char shape[160];
   std::snprintf(shape, sizeof shape, "%s%dx%dx%d->%d k%ds%d n%d %s", precision_label(p).c_str(), d.h, d.w, d.c_in,
                 d.c_out, d.k, d.stride, d.n, label);
-  Case r{names[int(pass)], shape};
+  Case r{kConvOpNames[int(pass)], shape};
   r.flops = 2.0 * double(ny) * double(d.k) * d.k * d.c_in;
   r.bytes = kF * double(nx + ny + nw) + (pass == Pass::backward_weights ? kF * double(nw) : 0.0);
   const OpTable& g = G(p);
@@ -167,7 +167,7 @@ Case conv_case(Pass pass, const ConvDims& d, const char* label, Precision p = Pr
     if (pass == Pass::forward) cpu.conv2d_forward(d, x->host.data(), w->host.data(), want.data(), ca);
     else if (pass == Pass::backward_data) cpu.conv2d_backward_data(d, y->host.data(), w->host.data(), want.data(), ca, false);
     else cpu.conv2d_backward_weights(d, x->host.data(), y->host.data(), want.data(), ca);
-    return count_wrong(names[int(pass)], out->download(), want, rel_tolerance(p), abs_tolerance(p));
+    return count_wrong(kConvOpNames[int(pass)], out->download(), want, rel_tolerance(p), abs_tolerance(p));
   };
   return r;
 }
@@ -509,19 +509,15 @@ std::vector<Entry> all_entries() {
       {dims(32, 7, 7, 512, 2048, 1, 1, 0), "rn50 s4 expand"}, {dims(128, 28, 28, 1, 16, 3, 1, 1), "rn20 stem"},
       {dims(128, 28, 28, 16, 16, 3, 1, 1), "rn20 s1"},        {dims(128, 7, 7, 64, 64, 3, 1, 1), "rn20 s3"}};
   for (Pass p : {Pass::forward, Pass::backward_data, Pass::backward_weights})
-    for (const auto& [d, label] : convs) {
-      const char* names[] = {"conv2d_forward", "conv2d_backward_data", "conv2d_backward_weights"};
-      add(names[int(p)], [p, d = d, label = label] { return conv_case(p, d, label); });
-    }
+    for (const auto& [d, label] : convs)
+      add(kConvOpNames[int(p)], [p, d = d, label = label] { return conv_case(p, d, label); });
   // The same on the bf16 table (--precision bf16: rounded operands, TF32 tensor cores), where it pays most.
   add("gemm", [] { return gemm_case(false, false, 2048, 2048, 2048, "square", Precision::bf16); });
   for (Pass p : {Pass::forward, Pass::backward_data, Pass::backward_weights})
-    for (int i : {1, 4, 5}) {
-      const char* names[] = {"conv2d_forward", "conv2d_backward_data", "conv2d_backward_weights"};
-      add(names[int(p)], [p, d = convs[i].first, label = convs[i].second] {
+    for (int i : {1, 4, 5})
+      add(kConvOpNames[int(p)], [p, d = convs[i].first, label = convs[i].second] {
         return conv_case(p, d, label, Precision::bf16);
       });
-    }
   const std::pair<int64_t, int> bns[] = {{32 * 112 * 112, 64}, {32 * 56 * 56, 256}, {32 * 7 * 7, 2048}, {128 * 28 * 28, 16}};
   for (Bn w : {Bn::train, Bn::eval, Bn::backward})
     for (const auto& [rows, c] : bns) {

@@ -6,8 +6,9 @@
 // Algorithms: per shape, cuDNN's heuristics (the *_v7 queries, no timing runs, so every rank and
 // every run choose alike) ranked best first, keeping only those that are deterministic, plain
 // fp32 FMA (the descriptor forbids TF32, so results compare with the CPU's; the bf16 ops allow
-// TF32 tensor cores, runtime.h: set_tensor_core_math) and need at most 256 MiB of workspace. A call runs the first that fits in what is left of the arena; the
-// descriptors and lists are cached per shape for the life of the process.
+// TF32 tensor cores, runtime.h: set_tensor_core_math) and need at most 256 MiB of workspace. A
+// call runs the first that fits in what is left of the arena; the descriptors and lists are
+// cached per shape and math for the life of the process.
 #ifdef MLPD_HAVE_CUDNN
 
 #include <algorithm>

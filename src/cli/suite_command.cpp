@@ -143,6 +143,7 @@ int run_suite_command(SuiteArgs& a, const GlobalArgs& g, int argc, char** argv) 
   if (base < 0 && w.rank == 0) base = static_cast<int64_t>(std::random_device{}() % 1000000000u);
   MPI_Bcast(&base, 1, MPI_INT64_T, 0, w.comm);
   const Device device = parse_device(a.device);
+  const Precision precision = parse_compute_precision(a.precision);
   const nlohmann::json system_desc = describe_system(w, a.system, device);
   failed = agree_on_setup(w, [&] {
     if (w.rank != 0) return;
@@ -166,7 +167,7 @@ int run_suite_command(SuiteArgs& a, const GlobalArgs& g, int argc, char** argv) 
       opts.run.scale = a.scale;
       opts.run.data_dir = a.data_dir;
       opts.run.device = device;
-      opts.run.precision = parse_compute_precision(a.precision);
+      opts.run.precision = precision;
       opts.run.sets = a.sets;
       opts.run.sets.push_back("seed=" + std::to_string(base + i));
       opts.results_dir = a.results_dir;
