@@ -1,13 +1,16 @@
 // The bf16 op tables (core/precision.h): each device's fp32 table with its GEMM and convolution
-// ops wrapped. A wrapper rounds the operands to bf16 into scratch, runs the device's fp32 op on
-// them (products of bf16 values are exact in fp32, so this is a bf16 GEMM with fp32 accumulation)
-// and rounds what it overwrote: activations and activation gradients leave as bf16 values. What
-// it accumulates into (weight gradients, `accumulate` outputs, beta != 0) stays fp32.
+// ops wrapped. Activations and activation gradients leave every wrapped op as bf16 values; what an
+// op accumulates into (weight gradients, `accumulate` outputs, beta != 0) stays fp32.
 //
-// On CUDA the wrapped op runs with tensor-core math (TF32, which holds a bf16 operand exactly),
-// so the GEMMs and cuDNN convolutions run on tensor cores; the fp32 table never does.
-// Storage stays fp32: a bf16 activation takes 4 bytes, as in fp32.
+// gemm and linear pack their operands to bf16 (2 bytes a value, bf16_pack_rows) and run the
+// device's bf16 GEMM (gemm_bf16: AVX512-BF16 or widened OpenBLAS on the CPU, bf16 tensor cores on
+// CUDA) with fp32 sums. The convolutions round their operands to bf16 values held in fp32 and run
+// the device's fp32 convolution on them (products of bf16 values are exact in fp32, so this is a
+// bf16 convolution with fp32 accumulation); on CUDA with TF32 tensor-core math, which holds a
+// bf16 operand exactly. The fp32 table never uses tensor cores.
+// Storage between ops stays fp32: an activation takes 4 bytes, as in fp32.
 #include <algorithm>
+#include <array>
 #include <cstddef>
 
 #include "core/arena.h"
@@ -41,76 +44,92 @@ struct TensorCoreMath {
   TensorCoreMath& operator=(const TensorCoreMath&) = delete;
 };
 
-// Scratch for the rounded operands of gemm and linear (their signatures carry no Arena): one
-// buffer per device and thread, grown to the largest call, so steady-state steps never allocate.
+// Scratch for the bf16 operands of gemm and linear (their signatures carry no Arena): one buffer
+// per device and thread, grown to the largest call, so steady-state steps never allocate.
 template <Device D>
-float* operand_scratch(size_t floats) {
+uint16_t* operand_scratch(size_t halves) {
   struct Scratch {
     DeviceBytes bytes = no_device_bytes();
-    size_t floats = 0;
+    size_t halves = 0;
   };
   thread_local Scratch s;
-  if (floats > s.floats) {
+  if (halves > s.halves) {
     synchronize(D);  // queued kernels may still read the old buffer
-    s.floats = std::max(floats, s.floats + s.floats / 2);
-    s.bytes = alloc_on(D, s.floats * sizeof(float));
+    s.halves = std::max(halves, s.halves + s.halves / 2);
+    s.bytes = alloc_on(D, s.halves * sizeof(uint16_t));
   }
-  return as<float>(s.bytes);
+  return as<uint16_t>(s.bytes);
+}
+
+constexpr size_t kAlignHalves = 32;  // 64 bytes
+size_t aligned_halves(size_t n) { return (n + kAlignHalves - 1) / kAlignHalves * kAlignHalves; }
+
+// A GEMM operand: a [rows x cols] block read at leading dimension ld (null: not needed).
+struct Operand {
+  const float* data;
+  int rows, cols, ld;
+};
+
+// The operands packed to bf16, dense and one after another in the scratch (one allocation, so no
+// growth moves an operand packed before it).
+template <Device D, size_t N>
+std::array<uint16_t*, N> pack_operands(const std::array<Operand, N>& ops) {
+  std::array<size_t, N> offset{};
+  size_t total = 0;
+  for (size_t i = 0; i < N; ++i) {
+    offset[i] = total;
+    if (ops[i].data) total += aligned_halves(size_t(ops[i].rows) * size_t(ops[i].cols));
+  }
+  uint16_t* base = operand_scratch<D>(total);
+  std::array<uint16_t*, N> packed{};
+  for (size_t i = 0; i < N; ++i) {
+    if (!ops[i].data) continue;
+    packed[i] = base + offset[i];
+    ops_for(D).bf16_pack_rows(ops[i].data, ops[i].rows, ops[i].cols, ops[i].ld, packed[i], ops[i].cols);
+  }
+  return packed;
 }
 
 template <Device D>
-void gemm_bf16(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-               const float* b, int ldb, float beta, float* c, int ldc) {
+void gemm_via_bf16(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                   const float* b, int ldb, float beta, float* c, int ldc) {
   const OpTable& o = ops_for(D);
   if (m <= 0 || n <= 0) return;
   if (k > 0) {
     const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
     const int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
-    const size_t a_floats = aligned(size_t(a_rows) * size_t(a_cols));
-    float* a16 = operand_scratch<D>(a_floats + size_t(b_rows) * size_t(b_cols));
-    float* b16 = a16 + a_floats;
-    o.bf16_round_rows(a, a_rows, a_cols, lda, a16, a_cols);
-    o.bf16_round_rows(b, b_rows, b_cols, ldb, b16, b_cols);
-    TensorCoreMath tc(D);
-    o.gemm(trans_a, trans_b, m, n, k, alpha, a16, a_cols, b16, b_cols, beta, c, ldc);
+    const auto [a16, b16] = pack_operands<D, 2>({{{a, a_rows, a_cols, lda}, {b, b_rows, b_cols, ldb}}});
+    o.gemm_bf16(trans_a, trans_b, m, n, k, alpha, a16, a_cols, b16, b_cols, beta, c, ldc);
   } else {
     o.gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
   if (beta == 0.0f) o.bf16_round_rows(c, m, n, ldc, c, ldc);
 }
 
+// The fp32 linear's structure (bias broadcast, then the GEMM adds to it) on bf16 operands.
 template <Device D>
 void linear_forward_bf16(const float* x, int n, int in, int out, const float* w, const float* b, float* y) {
   const OpTable& o = ops_for(D);
-  const size_t nx = aligned(size_t(n) * size_t(in)), nw = size_t(in) * size_t(out);
-  float* x16 = operand_scratch<D>(nx + nw);
-  float* w16 = x16 + nx;
-  o.bf16_round(x, x16, size_t(n) * size_t(in));
-  o.bf16_round(w, w16, nw);
-  {
-    TensorCoreMath tc(D);
-    o.linear_forward(x16, n, in, out, w16, b, y);
-  }
+  if (n <= 0 || out <= 0) return;
+  const auto [x16, w16] = pack_operands<D, 2>({{{x, n, in, in}, {w, in, out, out}}});
+  if (b) o.copy_rows(b, 0, n, out, y, out);
+  o.gemm_bf16(false, false, n, out, in, 1.0f, x16, in, w16, out, b ? 1.0f : 0.0f, y, out);
   o.bf16_round(y, y, size_t(n) * size_t(out));
 }
 
+// dx and dw from bf16 operands; the bias gradient is a sum, not a product: of dy as it came.
 template <Device D>
 void linear_backward_bf16(const float* x, const float* dy, int n, int in, int out, const float* w, float* dx,
                           float* dw, float* db) {
   const OpTable& o = ops_for(D);
-  const size_t nx = aligned(size_t(n) * size_t(in)), ndy = aligned(size_t(n) * size_t(out));
-  const size_t nw = size_t(in) * size_t(out);
-  float* x16 = operand_scratch<D>(nx + ndy + nw);
-  float* dy16 = x16 + nx;
-  float* w16 = dy16 + ndy;
-  o.bf16_round(x, x16, size_t(n) * size_t(in));
-  o.bf16_round(dy, dy16, size_t(n) * size_t(out));
-  if (dx) o.bf16_round(w, w16, nw);
-  {
-    TensorCoreMath tc(D);
-    o.linear_backward(x16, dy16, n, in, out, w16, dx, dw, db);
+  const auto [dy16, x16, w16] =
+      pack_operands<D, 3>({{{dy, n, out, out}, {x, n, in, in}, {dx ? w : nullptr, in, out, out}}});
+  if (dx) {
+    o.gemm_bf16(false, true, n, in, out, 1.0f, dy16, out, w16, out, 0.0f, dx, in);
+    o.bf16_round(dx, dx, size_t(n) * size_t(in));
   }
-  if (dx) o.bf16_round(dx, dx, size_t(n) * size_t(in));
+  o.gemm_bf16(true, false, in, out, n, 1.0f, x16, in, dy16, out, 1.0f, dw, out);
+  if (db) o.bias_grad(dy, n, out, db);
 }
 
 size_t conv_x_floats(const ConvDims& d) { return size_t(d.n) * d.h * d.w * d.c_in; }
@@ -167,7 +186,7 @@ template <Device D>
 OpTable make_bf16_table() {
   OpTable t = ops_for(D);
   t.precision = Precision::bf16;
-  t.gemm = &gemm_bf16<D>;
+  t.gemm = &gemm_via_bf16<D>;
   t.linear_forward = &linear_forward_bf16<D>;
   t.linear_backward = &linear_backward_bf16<D>;
   t.conv2d_scratch_floats = &conv2d_scratch_floats_bf16<D>;

@@ -1,4 +1,4 @@
-// bf16 rounding (kernels/op_signatures.inc: bf16_round*): the bit trick of core/bf16.h, which the
+// bf16 rounding (kernels/op_signatures.inc: bf16_round*, bf16_pack_rows): the bit trick of core/bf16.h, which the
 // compiler vectorizes.
 #include <cstddef>
 
@@ -13,6 +13,14 @@ void bf16_round(const float* x, float* y, size_t n) {
 
 void bf16_round_rows(const float* x, int rows, int width, int ld_x, float* y, int ld_y) {
   for (int r = 0; r < rows; ++r) bf16_round(x + size_t(r) * ld_x, y + size_t(r) * ld_y, size_t(width));
+}
+
+void bf16_pack_rows(const float* x, int rows, int width, int ld_x, uint16_t* y, int ld_y) {
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + size_t(r) * ld_x;
+    uint16_t* yr = y + size_t(r) * ld_y;
+    for (int j = 0; j < width; ++j) yr[j] = f32_to_bf16(xr[j]);
+  }
 }
 
 }  // namespace mlpd

@@ -15,10 +15,12 @@ void linear_backward(const float* x, const float* dy, int n, int in, int out, co
                      float* dx, float* dw, float* db) {
   if (dx) gemm(false, true, n, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
   gemm(true, false, in, out, n, 1.0f, x, in, dy, out, 1.0f, dw, out);
-  if (db) {
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < out; ++j) db[j] += dy[size_t(i) * out + j];
-  }
+  if (db) bias_grad(dy, n, out, db);
+}
+
+void bias_grad(const float* dy, int n, int out, float* db) {
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < out; ++j) db[j] += dy[size_t(i) * out + j];
 }
 
 }  // namespace mlpd

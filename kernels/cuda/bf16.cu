@@ -1,4 +1,4 @@
-// bf16 rounding on the GPU (kernels/op_signatures.inc: bf16_round*): grid-stride loops over the
+// bf16 rounding on the GPU (kernels/op_signatures.inc: bf16_round*, bf16_pack_rows): grid-stride loops over the
 // rounding of core/bf16.h, so both devices give the same bits.
 #include "core/bf16.h"
 #include "kernels/cuda/common.cuh"
@@ -22,6 +22,15 @@ __global__ void bf16_round_rows_kernel(const float* x, int rows, int width, int 
   }
 }
 
+__global__ void bf16_pack_rows_kernel(const float* x, int rows, int width, int ld_x, uint16_t* y, int ld_y) {
+  const size_t total = size_t(rows) * width;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const size_t r = i / width, c = i % width;
+    y[r * ld_y + c] = f32_to_bf16(x[r * ld_x + c]);
+  }
+}
+
 }  // namespace
 
 void bf16_round(const float* x, float* y, size_t n) {
@@ -34,6 +43,13 @@ void bf16_round_rows(const float* x, int rows, int width, int ld_x, float* y, in
   if (rows <= 0 || width <= 0) return;
   bf16_round_rows_kernel<<<blocks_for(size_t(rows) * width), kThreads, 0, stream()>>>(x, rows, width, ld_x, y,
                                                                                      ld_y);
+  CUDA_CHECK_LAUNCH();
+}
+
+void bf16_pack_rows(const float* x, int rows, int width, int ld_x, uint16_t* y, int ld_y) {
+  if (rows <= 0 || width <= 0) return;
+  bf16_pack_rows_kernel<<<blocks_for(size_t(rows) * width), kThreads, 0, stream()>>>(x, rows, width, ld_x, y,
+                                                                                    ld_y);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -60,11 +60,14 @@ void linear_backward(const float* x, const float* dy, int n, int in, int out, co
                      float* db) {
   if (dx) gemm(false, true, n, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
   gemm(true, false, in, out, n, 1.0f, x, in, dy, out, 1.0f, dw, out);
-  if (db && n > 0 && out > 0) {
-    // Column-major, dy is an [out x n] matrix with leading dimension out: db += dy * ones(n).
-    const float one = 1.0f;
-    CUBLAS_CHECK(cublasSgemv(blas(), CUBLAS_OP_N, out, n, &one, dy, out, device_ones(size_t(n)), 1, &one, db, 1));
-  }
+  if (db) bias_grad(dy, n, out, db);
+}
+
+void bias_grad(const float* dy, int n, int out, float* db) {
+  if (n <= 0 || out <= 0) return;
+  // Column-major, dy is an [out x n] matrix with leading dimension out: db += dy * ones(n).
+  const float one = 1.0f;
+  CUBLAS_CHECK(cublasSgemv(blas(), CUBLAS_OP_N, out, n, &one, dy, out, device_ones(size_t(n)), 1, &one, db, 1));
 }
 
 }  // namespace mlpd::cuda

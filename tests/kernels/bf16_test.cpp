@@ -1,6 +1,7 @@
 // The bf16 compute precision on the CPU: the rounding (by hand at the edges, and the same bits as
 // the bf16 gradient wire format), and the bf16 op table: each wrapped op equals the fp32 op on
-// operands rounded to bf16, with what it overwrites rounded and what it accumulates left in fp32.
+// operands rounded to bf16, with what it overwrites rounded and what it accumulates left in fp32
+// (bit for bit on gemm_bf16's widen path; its native kernel is tested in gemm_bf16_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "core/arena.h"
 #include "core/bf16.h"
 #include "grad_check.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/op_table.h"
 
 using namespace mlpd;
@@ -111,8 +113,10 @@ struct GemmCase {
 
 class Bf16Gemm : public ::testing::TestWithParam<GemmCase> {};
 
-// Equals the fp32 GEMM of the rounded operands, C rounded where it was overwritten (beta 0) and
-// left in fp32 where it accumulates; the padding of A, B and C is neither read rounded nor written.
+// On the widen path, equals the fp32 GEMM of the rounded operands, C rounded where it was
+// overwritten (beta 0) and left in fp32 where it accumulates; the padding of A, B and C is neither
+// read rounded nor written. The native kernel sums in another order: within 2 bf16 ulps of it
+// where rounded, and within fp32 summation error where not.
 TEST_P(Bf16Gemm, IsTheFp32GemmOfRoundedOperands) {
   const GemmCase c = GetParam();
   const int a_rows = c.ta ? c.k : c.m, a_cols = c.ta ? c.m : c.k;
@@ -127,9 +131,25 @@ TEST_P(Bf16Gemm, IsTheFp32GemmOfRoundedOperands) {
     for (int r = 0; r < c.m; ++r)
       for (int j = 0; j < c.n; ++j) want[size_t(r) * ldc + j] = round_to_bf16(want[size_t(r) * ldc + j]);
   std::vector<float> got = c0;
+  gemm_bf16_set_native_enabled(false);
   ops_for(Device::cpu, Precision::bf16)
       .gemm(c.ta, c.tb, c.m, c.n, c.k, 0.75f, a.data(), lda, b.data(), ldb, c.beta, got.data(), ldc);
+  gemm_bf16_set_native_enabled(true);
   EXPECT_TRUE(same_bits(got, want));
+  std::vector<float> native = c0;
+  ops_for(Device::cpu, Precision::bf16)
+      .gemm(c.ta, c.tb, c.m, c.n, c.k, 0.75f, a.data(), lda, b.data(), ldb, c.beta, native.data(), ldc);
+  for (size_t i = 0; i < native.size(); ++i) {
+    if (int(i % size_t(ldc)) >= c.n) {  // the padding of C
+      ASSERT_EQ(f32_bits(native[i]), f32_bits(c0[i])) << "[" << i << "]";
+      continue;
+    }
+    const float tol = c.beta == 0.0f ? std::ldexp(std::fabs(want[i]), -7) + 1e-6f : 1e-5f * (1 + std::fabs(want[i]));
+    ASSERT_NEAR(native[i], want[i], tol) << "[" << i << "]";
+    if (c.beta == 0.0f) {
+      ASSERT_TRUE(is_bf16(native[i])) << "[" << i << "]";
+    }
+  }
   // And it is not the fp32 GEMM: the rounding happened.
   std::vector<float> fp32 = c0;
   cpu_ops().gemm(c.ta, c.tb, c.m, c.n, c.k, 0.75f, a.data(), lda, b.data(), ldb, c.beta, fp32.data(), ldc);
@@ -151,15 +171,20 @@ TEST(Bf16Table, LinearRoundsOperandsAndActivationsButNotWeightGradients) {
   const OpTable& t = ops_for(Device::cpu, Precision::bf16);
 
   std::vector<float> y(size_t(n) * out), want_y(y.size());
+  gemm_bf16_set_native_enabled(false);
   t.linear_forward(x.data(), n, in, out, w.data(), b.data(), y.data());
+  gemm_bf16_set_native_enabled(true);
   f.linear_forward(rounded(x).data(), n, in, out, rounded(w).data(), b.data(), want_y.data());
   EXPECT_TRUE(same_bits(y, rounded(want_y)));
 
   std::vector<float> dx(size_t(n) * in), dw = dw0, db = db0;
   std::vector<float> want_dx(dx.size()), want_dw = dw0, want_db = db0;
+  gemm_bf16_set_native_enabled(false);  // bit for bit against OpenBLAS's order of sums
   t.linear_backward(x.data(), dy.data(), n, in, out, w.data(), dx.data(), dw.data(), db.data());
+  gemm_bf16_set_native_enabled(true);
   f.linear_backward(rounded(x).data(), rounded(dy).data(), n, in, out, rounded(w).data(), want_dx.data(),
-                    want_dw.data(), want_db.data());
+                    want_dw.data(), nullptr);
+  f.bias_grad(dy.data(), n, out, want_db.data());  // a sum, not a product: of dy as it came
   EXPECT_TRUE(same_bits(dx, rounded(want_dx)));
   EXPECT_TRUE(same_bits(dw, want_dw));
   EXPECT_TRUE(same_bits(db, want_db));
