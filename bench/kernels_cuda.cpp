@@ -511,7 +511,7 @@ std::vector<Entry> all_entries() {
   for (Pass p : {Pass::forward, Pass::backward_data, Pass::backward_weights})
     for (const auto& [d, label] : convs)
       add(kConvOpNames[int(p)], [p, d = d, label = label] { return conv_case(p, d, label); });
-  // The same on the bf16 table (--precision bf16: rounded operands, TF32 tensor cores), where it pays most.
+  // The same on the bf16 table (--precision bf16: the GEMM on bf16 tensor cores, convolutions on TF32).
   add("gemm", [] { return gemm_case(false, false, 2048, 2048, 2048, "square", Precision::bf16); });
   for (Pass p : {Pass::forward, Pass::backward_data, Pass::backward_weights})
     for (int i : {1, 4, 5})
@@ -618,7 +618,7 @@ int main(int argc, char** argv) {
     const DeviceContext ctx = open_device(Device::cuda, 0);
     const Peak peak = device_peak(ctx.ordinal);
     std::printf("kernels_cuda: %s | peak %.0f GB/s (2 x memory clock x bus width), %.1f TFLOP/s fp32 "
-                "(2 x lanes x SMs x clock; bf16 rows run on TF32 tensor cores and may pass 100%%) | %d timed calls "
+                "(2 x lanes x SMs x clock; bf16 rows run on tensor cores and may pass 100%%) | %d timed calls "
                 "each\n",
                 ctx.description.c_str(), peak.bytes_per_s / 1e9, peak.flops / 1e12, iters);
     std::printf("%-24s %-44s %10s %10s %13s %9s %9s %6s %6s %6s\n", "op", "shape", "us/call", "MB(napkin)",

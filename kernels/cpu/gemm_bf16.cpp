@@ -61,67 +61,38 @@ inline uint32_t load_pair(const uint16_t* p) {
   return v;
 }
 
-// Rows pc..pc+kc of op(B), all n columns, as panels of kNr columns: panel[p * kNr + j] holds
-// op(B)(pc + 2p, j) and op(B)(pc + 2p + 1, j). Columns past n are zero.
-void pack_b(bool trans_b, const uint16_t* b, int ldb, int pc, int kc, int n, uint32_t* packed) {
+// Lines line0..line0+count of an operand (rows of op(A), or columns of op(B)), k from pc to pc+kc,
+// as panels of `width` lines: panel[p * width + i] holds line line0 + i at k = pc + 2p and pc + 2p + 1.
+// Lines past count are zero. k_contiguous: a line's k values are contiguous in src (line l at
+// src + l * ld: A, or a transposed B); else a k step is a row of src (k at src + k * ld, the lines
+// side by side: a transposed A, or B).
+void pack_panels(const uint16_t* src, int ld, bool k_contiguous, int line0, int count, int pc, int kc, int width,
+                 uint32_t* packed) {
   const int kp = (kc + 1) / 2, full = kc / 2;
-  for (int j0 = 0; j0 < n; j0 += kNr) {
-    uint32_t* panel = packed + size_t(j0 / kNr) * kp * kNr;
-    const int nr = std::min(kNr, n - j0);
-    if (!trans_b) {  // op(B)(k, j) = b[k * ldb + j]: interleave two rows of b
-      for (int p = 0; p < kp; ++p) {
-        uint32_t* dst = panel + size_t(p) * kNr;
-        const uint16_t* r0 = b + size_t(pc + 2 * p) * ldb + j0;
-        if (p < full) {
-          const uint16_t* r1 = r0 + ldb;
-          for (int j = 0; j < nr; ++j) dst[j] = pair(r0[j], r1[j]);
-        } else {
-          for (int j = 0; j < nr; ++j) dst[j] = pair(r0[j], 0);
-        }
-        for (int j = nr; j < kNr; ++j) dst[j] = 0;
-      }
-    } else {  // op(B)(k, j) = b[j * ldb + k]: a column of op(B) is a row of b, pairs contiguous
-      for (int j = 0; j < kNr; ++j) {
-        if (j >= nr) {
-          for (int p = 0; p < kp; ++p) panel[size_t(p) * kNr + j] = 0;
+  for (int i0 = 0; i0 < count; i0 += width) {
+    uint32_t* panel = packed + size_t(i0 / width) * kp * width;
+    const int lines = std::min(width, count - i0);
+    if (k_contiguous) {  // a pair is one 32-bit load along the line
+      for (int i = 0; i < width; ++i) {
+        if (i >= lines) {
+          for (int p = 0; p < kp; ++p) panel[size_t(p) * width + i] = 0;
           continue;
         }
-        const uint16_t* row = b + size_t(j0 + j) * ldb + pc;
-        for (int p = 0; p < full; ++p) panel[size_t(p) * kNr + j] = load_pair(row + 2 * p);
-        if (full < kp) panel[size_t(full) * kNr + j] = pair(row[2 * full], 0);
+        const uint16_t* line = src + size_t(line0 + i0 + i) * ld + pc;
+        for (int p = 0; p < full; ++p) panel[size_t(p) * width + i] = load_pair(line + 2 * p);
+        if (full < kp) panel[size_t(full) * width + i] = pair(line[2 * full], 0);
       }
-    }
-  }
-}
-
-// Rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of kMr rows: panel[p * kMr + i] holds
-// op(A)(ic + i, pc + 2p) and op(A)(ic + i, pc + 2p + 1). Rows past mc are zero.
-void pack_a(bool trans_a, const uint16_t* a, int lda, int ic, int mc, int pc, int kc, uint32_t* packed) {
-  const int kp = (kc + 1) / 2, full = kc / 2;
-  for (int i0 = 0; i0 < mc; i0 += kMr) {
-    uint32_t* panel = packed + size_t(i0 / kMr) * kp * kMr;
-    const int mr = std::min(kMr, mc - i0);
-    if (!trans_a) {  // op(A)(i, k) = a[i * lda + k]: pairs contiguous along a row
-      for (int i = 0; i < kMr; ++i) {
-        if (i >= mr) {
-          for (int p = 0; p < kp; ++p) panel[size_t(p) * kMr + i] = 0;
-          continue;
-        }
-        const uint16_t* row = a + size_t(ic + i0 + i) * lda + pc;
-        for (int p = 0; p < full; ++p) panel[size_t(p) * kMr + i] = load_pair(row + 2 * p);
-        if (full < kp) panel[size_t(full) * kMr + i] = pair(row[2 * full], 0);
-      }
-    } else {  // op(A)(i, k) = a[k * lda + i]: interleave two rows of a
+    } else {  // interleave two rows of src
       for (int p = 0; p < kp; ++p) {
-        uint32_t* dst = panel + size_t(p) * kMr;
-        const uint16_t* r0 = a + size_t(pc + 2 * p) * lda + ic + i0;
+        uint32_t* dst = panel + size_t(p) * width;
+        const uint16_t* r0 = src + size_t(pc + 2 * p) * ld + line0 + i0;
         if (p < full) {
-          const uint16_t* r1 = r0 + lda;
-          for (int i = 0; i < mr; ++i) dst[i] = pair(r0[i], r1[i]);
+          const uint16_t* r1 = r0 + ld;
+          for (int i = 0; i < lines; ++i) dst[i] = pair(r0[i], r1[i]);
         } else {
-          for (int i = 0; i < mr; ++i) dst[i] = pair(r0[i], 0);
+          for (int i = 0; i < lines; ++i) dst[i] = pair(r0[i], 0);
         }
-        for (int i = mr; i < kMr; ++i) dst[i] = 0;
+        for (int i = lines; i < width; ++i) dst[i] = 0;
       }
     }
   }
@@ -171,10 +142,10 @@ void gemm_bf16_native(bool trans_a, bool trans_b, int m, int n, int k, float alp
   uint32_t* ap = grown(a_packed, size_t((std::min(m, kMc) + kMr - 1) / kMr) * kMr * kp_max);
   for (int pc = 0; pc < k; pc += kKc) {
     const int kc = std::min(kKc, k - pc), kp = (kc + 1) / 2;
-    pack_b(trans_b, b, ldb, pc, kc, n, bp);
+    pack_panels(b, ldb, trans_b, 0, n, pc, kc, kNr, bp);
     for (int ic = 0; ic < m; ic += kMc) {
       const int mc = std::min(kMc, m - ic);
-      pack_a(trans_a, a, lda, ic, mc, pc, kc, ap);
+      pack_panels(a, lda, !trans_a, ic, mc, pc, kc, kMr, ap);
       for (int jp = 0; jp < n_panels; ++jp) {
         const int col = jp * kNr, nr = std::min(kNr, n - col);
         for (int i0 = 0; i0 < mc; i0 += kMr) {

@@ -34,6 +34,8 @@ struct TrainArgs {
   std::string precision = "fp32";
 };
 void add_train_command(CLI::App& app, TrainArgs& a);
+// --device and --precision, as train, suite and scale take them.
+void add_compute_options(CLI::App* c, std::string& device, std::string& precision);
 int run_train_command(TrainArgs& a, const GlobalArgs& g, int argc, char** argv);
 
 struct PrepareArgs {

@@ -71,10 +71,7 @@ void add_scale_command(CLI::App& app, ScaleArgs& a) {
                 "Command that starts {n} ranks, split on spaces, e.g. \"mpirun --hostfile hosts -np {n}\" (default: "
                 "srun --mpi=pmix -n {n} inside a Slurm allocation, else mpirun on this host)");
   c->add_option("--set", a.sets, "Override one config key of every run: --set key=value (repeatable)");
-  c->add_option("--device", a.device, "cpu or cuda (as train)")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  c->add_option("--precision", a.precision, "fp32 or bf16 (as train)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
+  add_compute_options(c, a.device, a.precision);
   c->add_option("--cores-per-node", a.cores_per_node,
                 "Cores per node for the model's contention term (0: this machine's count)")
       ->check(CLI::Range(0, 1 << 16))

@@ -113,10 +113,7 @@ void add_suite_command(CLI::App& app, SuiteArgs& a) {
   c->add_option("--results-dir", a.results_dir, "As train: results go to <results-dir>/<system>/<benchmark>/")->capture_default_str();
   c->add_option("--system", a.system, "System name (results path and systems/<system>.json)")->capture_default_str();
   c->add_option("--data-dir", a.data_dir, "Directory of prepared datasets (see `mlperf-dist prepare`)")->capture_default_str();
-  c->add_option("--device", a.device, "cpu or cuda (as train)")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  c->add_option("--precision", a.precision, "fp32 or bf16 (as train)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
+  add_compute_options(c, a.device, a.precision);
   c->add_option("--seed-base", a.seed_base,
                 "Run i of each benchmark uses seed base+i (default: a random base, printed; give it to reproduce a suite)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

@@ -62,6 +62,22 @@ std::string default_system_name() {
   return h.substr(0, h.find('.'));
 }
 
+void add_compute_options(CLI::App* c, std::string& device, std::string& precision) {
+  c->add_option("--device", device,
+                "cpu, or cuda: one GPU per rank (local rank modulo the node's GPUs); parameters, gradients, "
+                "optimizer state and activations on it, gradients reduced by NCCL")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  c->add_option("--precision", precision,
+                "fp32, or bf16: GEMMs and convolutions take bf16 operands and accumulate in fp32, the activations "
+                "and activation gradients they write are rounded to bf16; fp32 master weights, optimizer state "
+                "and weight gradients. GEMMs run on bf16 hardware (CUDA tensor cores; AVX512-BF16 on a CPU "
+                "built with it), convolutions on CUDA's TF32 tensor cores or the CPU's fp32 kernels; storage "
+                "between ops stays fp32")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+}
+
 void add_train_command(CLI::App& app, TrainArgs& a) {
   auto* c = app.add_subcommand("train", "Train one workload to its quality target (run under mpirun for N ranks)");
   auto& o = a.opts;
@@ -77,17 +93,7 @@ void add_train_command(CLI::App& app, TrainArgs& a) {
                 "YAML file of hyperparameters merged over the workload's defaults (MLPerf key names; unknown keys are errors)")
       ->check(CLI::ExistingFile);
   c->add_option("--set", o.run.sets, "Override one config key: --set key=value (repeatable)");
-  c->add_option("--device", a.device,
-                 "cpu, or cuda: one GPU per rank (local rank modulo the node's GPUs); parameters, gradients, "
-                 "optimizer state and activations on it, gradients reduced by NCCL")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  c->add_option("--precision", a.precision,
-                "fp32, or bf16: GEMMs and convolutions take bf16 operands and accumulate in fp32, the activations "
-                "and activation gradients they write are rounded to bf16; fp32 master weights, optimizer state "
-                "and weight gradients (on CUDA on TF32 tensor cores; storage stays fp32)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
+  add_compute_options(c, a.device, a.precision);
   c->add_option("--data-dir", o.run.data_dir, "Directory of prepared datasets (see `mlperf-dist prepare`)")->capture_default_str();
   c->add_option("--results-dir", o.results_dir, "Result logs go to <results-dir>/<system>/<benchmark>/result_N.txt")
       ->capture_default_str();

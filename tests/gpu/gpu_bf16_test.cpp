@@ -1,7 +1,7 @@
 // The bf16 compute precision on the GPU against the CPU: the rounding ops bit for bit, and the
 // CUDA bf16 table's GEMM, fully connected layer and convolution against the CPU bf16 table. Both
-// multiply the same bf16 operands exactly and accumulate in fp32 (CUDA on TF32 tensor cores), in
-// different orders; an output rounded to bf16 may then land one bf16 step (2^-8 relative) apart:
+// multiply the same bf16 operands exactly and accumulate in fp32 (CUDA on bf16 tensor cores for
+// GEMMs, TF32 for convolutions), in different orders; an output rounded to bf16 may then land one bf16 step (2^-8 relative) apart:
 // tolerance 1e-2 relative + 1e-3 absolute, and weight gradients (fp32, not rounded) 1e-3 + 1e-3.
 #include <gtest/gtest.h>
 
@@ -39,6 +39,41 @@ TEST_F(GpuTest, Bf16RoundingHasTheCpuBits) {
   cpu().bf16_round_rows(src.data(), rows, width, ld_x, dst.data(), ld_y);
   gpu().bf16_round_rows(gsrc.get(), rows, width, ld_x, gdst.get(), ld_y);
   EXPECT_TRUE(same_bits("bf16_round_rows", gdst.download(), dst));
+
+  std::vector<uint16_t> packed(size_t(rows) * ld_y, 0xabcd);
+  DeviceBuffer<uint16_t> gpacked(packed);
+  cpu().bf16_pack_rows(src.data(), rows, width, ld_x, packed.data(), ld_y);
+  gpu().bf16_pack_rows(gsrc.get(), rows, width, ld_x, gpacked.get(), ld_y);
+  EXPECT_EQ(gpacked.download(), packed) << "bf16_pack_rows";
+}
+
+// The op itself on packed operands: both devices sum exact products in fp32, in different orders.
+TEST_F(GpuTest, GemmBf16OpMatchesTheCpuOp) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (float beta : {0.0f, 0.5f}) {
+        const int m = 45, n = 77, k = 389, pad = 2;
+        const int a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+        const int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+        const auto a = random_floats(size_t(a_rows) * lda, 54), b = random_floats(size_t(b_rows) * ldb, 55);
+        std::vector<uint16_t> a16(a.size()), b16(b.size());
+        for (size_t i = 0; i < a.size(); ++i) a16[i] = f32_to_bf16(a[i]);
+        for (size_t i = 0; i < b.size(); ++i) b16[i] = f32_to_bf16(b[i]);
+        const auto c0 = random_floats(size_t(m) * ldc, 56);
+        std::vector<float> want = c0;
+        cpu().gemm_bf16(ta, tb, m, n, k, 0.75f, a16.data(), lda, b16.data(), ldb, beta, want.data(), ldc);
+        DeviceBuffer<uint16_t> ga(a16), gb(b16);
+        DeviceBuffer<float> gc(c0);
+        gpu().gemm_bf16(ta, tb, m, n, k, 0.75f, ga.get(), lda, gb.get(), ldb, beta, gc.get(), ldc);
+        EXPECT_TRUE(all_close(cat("gemm_bf16 ", ta, tb, " beta ", beta), gc.download(), want, 1e-4, 1e-4));
+      }
+  const int n = 1000, out = 3;
+  const auto dy = random_floats(size_t(n) * out, 57);
+  std::vector<float> db(out, 0.5f);
+  DeviceBuffer<float> gdy(dy), gdb(db);
+  cpu().bias_grad(dy.data(), n, out, db.data());
+  gpu().bias_grad(gdy.get(), n, out, gdb.get());
+  EXPECT_TRUE(all_close("bias_grad", gdb.download(), db, 1e-5, 1e-5));
 }
 
 TEST_F(GpuTest, Bf16GemmMatchesTheCpuBf16Gemm) {
