@@ -3,7 +3,7 @@
 same models, same global batches, same cores, in one run.
 
   python3 bench/translation_vs_torch.py --binary build/mlperf-dist --data-dir data \
-      [--models transformer,gnmt] [--steps 20] [--warmup 3] [--set KEY=VALUE ...]
+      [--models transformer,gnmt] [--steps 20] [--warmup 3] [--set KEY=VALUE ...] [--precision bf16]
 
 Needs Debian's python3-torch and python3-h5py (apt-get install python3-torch python3-h5py; not
 installed by launch/install-deps: the test suite does not use them) and the prepared mini data.
@@ -198,7 +198,8 @@ def run_ours(args, model, ranks, total_steps):
     res_dir = tempfile.mkdtemp(prefix="tvt_results_")
     cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--mca", "btl", "self,vader", "-np", str(ranks),
            args.binary, "train", "--benchmark", model, "--scale", "mini", "--data-dir", args.data_dir,
-           "--results-dir", res_dir, "--max-steps", str(total_steps), "--progress-seconds", "0"]
+           "--results-dir", res_dir, "--max-steps", str(total_steps), "--progress-seconds", "0",
+           "--precision", args.precision]
     for s in args.set:
         cmd += ["--set", s]
     t0 = time.time()
@@ -478,8 +479,10 @@ def worker(args):
     for step in range(total):
         t0 = time.perf_counter()
         b = make_batch(model_name, batches[step][rank * per : (rank + 1) * per], pairs, arrays)
-        logits = net(b)
-        loss_sum = F.cross_entropy(logits, b["labels"], label_smoothing=ls, reduction="sum")
+        # bf16: PyTorch's own mixed precision (autocast: matmuls in bf16, fp32 weights and optimizer).
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            logits = net(b)
+            loss_sum = F.cross_entropy(logits.float(), b["labels"], label_smoothing=ls, reduction="sum")
         # Ours: gradient of loss_sum / G per rank, summed over ranks; DDP averages, hence * world.
         (loss_sum * (world / G)).backward()
         if clip > 0:
@@ -523,7 +526,7 @@ def torch_env(threads, extra):
 def run_torch(args, model, cfg, threads, world, extra_env, timeout):
     base = [sys.executable, os.path.abspath(__file__), "--worker", model, "--data-dir", args.data_dir,
             "--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(threads),
-            "--world", str(world), "--cfg-json", json.dumps(cfg)]
+            "--world", str(world), "--cfg-json", json.dumps(cfg), "--precision", args.precision]
     tmp = tempfile.mkdtemp(prefix="tvt_store_")
     store = os.path.join(tmp, "store")
     procs = []
@@ -573,6 +576,8 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="passed to our train command; PyTorch takes the resolved config, so it follows too")
     ap.add_argument("--no-ddp", action="store_true", help="skip the 2 x 1 thread DDP configuration")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: ours with --precision bf16, PyTorch under torch.autocast(cpu, bfloat16)")
     ap.add_argument("--torch-timeout", type=float, default=1800, help="seconds per PyTorch configuration")
     ap.add_argument("--ours-timeout", type=float, default=1800, help="seconds per run of ours")
     ap.add_argument("--loss-tolerance", type=float, default=1.0,
@@ -619,10 +624,11 @@ def main():
     print(f"machine: {machine['cpu']}, {machine['cores']} cores, OPENBLAS_CORETYPE={coretype}; torch "
           f"{machine['torch']} (BLAS_INFO={machine['torch_blas_info']}, {torch_blas}, OpenBLAS core {torch_core}); "
           f"ours {ours_lib} (OpenBLAS core {ours_core}); load {' '.join(machine['load_before'])}", flush=True)
-    print(f"timing: {args.steps} steps after {args.warmup} warm-up steps; tokens = source + target (eos incl.)",
-          flush=True)
+    print(f"timing: {args.steps} steps after {args.warmup} warm-up steps; tokens = source + target (eos incl.); "
+          f"precision {args.precision}", flush=True)
 
-    report = {"machine": machine, "steps": args.steps, "warmup": args.warmup, "sets": args.set, "models": {}}
+    report = {"machine": machine, "steps": args.steps, "warmup": args.warmup, "sets": args.set,
+              "precision": args.precision, "models": {}}
     failed = False
     for model in models:
         cfg = resolved_config(args.binary, model, args.set)

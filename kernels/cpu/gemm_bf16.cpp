@@ -52,7 +52,7 @@ void gemm_bf16_widen(bool trans_a, bool trans_b, int m, int n, int k, float alph
 constexpr int kMr = 14;   // rows of a C tile: 14 x 2 accumulators + 2 B vectors + 1 broadcast <= 32 zmm
 constexpr int kNr = 32;   // columns of a C tile: two zmm of fp32
 constexpr int kKc = 384;  // k per block (even): a 32-column B panel is 24 KiB, within L1
-constexpr int kMc = 168;  // rows of A per block (12 tiles): 126 KiB packed, within L2
+constexpr int kMc = 252;  // rows of A per block (18 tiles): 189 KiB packed, within L2
 
 inline uint32_t pair(uint16_t lo, uint16_t hi) { return uint32_t(lo) | (uint32_t(hi) << 16); }
 inline uint32_t load_pair(const uint16_t* p) {
