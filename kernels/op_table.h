@@ -41,5 +41,9 @@ const OpTable& ops_for(Device d);
 // The table of a run's --precision: fp32 is ops_for(d); bf16 wraps its GEMM and convolution ops
 // (kernels/op_table_bf16.cpp, core/precision.h).
 const OpTable& ops_for(Device d, Precision p);
+// Which kernel runs the bf16 table's GEMMs on this device: "cublas", or on the CPU "avx512bf16" or
+// "widen+openblas" (kernels/cpu/gemm_bf16.h). Their sums run in different orders, so a bf16
+// result is reproduced bit for bit only on the same one: the run summary records it.
+const char* bf16_gemm_kernel(Device d);
 
 }  // namespace mlpd

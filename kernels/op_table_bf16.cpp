@@ -14,6 +14,7 @@
 #include <cstddef>
 
 #include "core/arena.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/device.h"
 #include "kernels/op_table.h"
 #ifdef MLPD_HAVE_CUDA
@@ -207,5 +208,7 @@ const OpTable& ops_for(Device d, Precision p) {
   static const OpTable cuda = make_bf16_table<Device::cuda>();  // throws where the build has no CUDA
   return cuda;
 }
+
+const char* bf16_gemm_kernel(Device d) { return d == Device::cuda ? "cublas" : gemm_bf16_path_name(); }
 
 }  // namespace mlpd

@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "core/fpu.h"
 #include "kernels/device.h"
+#include "kernels/op_table.h"
 #include "mlperf/config.h"
 #include "mlperf/keys.h"
 #include "mlperf/mllog.h"
@@ -500,7 +501,8 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
   mllog_event(log, keys::kMlpdRunSummary,
               {{"throughput", r.throughput}, {"work_unit", r.work_unit}, {"comm_share", r.comm_share},
                {"mean_step_ms", r.mean_step_ms}, {"steps", r.steps}, {"ranks", w.size}, {"nodes", w.nodes},
-               {"device", device_name(run.device)}, {"precision", compute_precision_name(run.precision)}});
+               {"device", device_name(run.device)}, {"precision", compute_precision_name(run.precision)},
+               {"bf16_gemm", run.precision == Precision::bf16 ? bf16_gemm_kernel(run.device) : "none"}});
   mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, r.status}});
   r.time_to_train_s = seconds_since(run_clock);
   if (loss_log) loss_log->commit();

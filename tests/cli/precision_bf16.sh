@@ -27,6 +27,9 @@ PY
 log=$(ls "$WORK"/results/bf16a/resnet/result_*.txt)
 grep '"submission_platform"' "$log" | contains -F '(2 ranks, cpu, bf16)' || fail "platform lacks bf16: $log"
 grep '"mlperf_dist_run_summary"' "$log" | contains -F '"precision":"bf16"' || fail "run summary lacks the precision"
+# Which GEMM kernel ran: the bits of a bf16 run depend on it.
+grep '"mlperf_dist_run_summary"' "$log" | grep -qE '"bf16_gemm":"(avx512bf16|widen\+openblas)"' ||
+  fail "run summary lacks the bf16 GEMM kernel"
 grep '"submission_platform"' "$WORK"/results/fp32/resnet/result_*.txt | contains -F '(2 ranks, cpu)"' ||
   fail "an fp32 run's platform changed"
 # `report` keeps the two apart: the CSV's device and precision columns.
