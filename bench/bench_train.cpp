@@ -77,11 +77,12 @@ int main(int argc, char** argv) {
     comm_off = make_communicator(w, off, wl->store);
   }
   const int64_t global_batch = wl->facts.global_batch;
+  std::string precision_text = compute_precision_name(precision);
+  if (precision == Precision::bf16) precision_text += std::string(" (GEMMs on ") + bf16_gemm_kernel(built.device.device) + ")";
   if (w.rank == 0)
-    std::printf("bench_train: %s mini, %d rank(s), global batch %lld, device %s, precision %s%s%s, openblas core %s, FTZ/DAZ %s\nmodel: %s\ncommunication: %s\n",
+    std::printf("bench_train: %s mini, %d rank(s), global batch %lld, device %s, precision %s, openblas core %s, FTZ/DAZ %s\nmodel: %s\ncommunication: %s\n",
                 benchmark.c_str(), w.size, static_cast<long long>(global_batch), built.device.description.c_str(),
-                compute_precision_name(precision), precision == Precision::bf16 ? " (GEMMs on " : "",
-                precision == Precision::bf16 ? (std::string(bf16_gemm_kernel(built.device.device)) + ")").c_str() : "",
+                precision_text.c_str(),
                 openblas_get_corename(), denormals_flushed() ? "on" : "off", wl->facts.model_summary.c_str(),
                 describe(*comm).c_str());
   // Step k uses communicator k % 2 when comparing (0: overlap on, 1: off).

@@ -33,17 +33,21 @@ T* grown(std::vector<T>& v, size_t n) {
   return v.data();
 }
 
+// A [rows x cols] bf16 block read at leading dimension ld, as dense fp32 (exact).
+float* widen_rows(const uint16_t* src, int rows, int cols, int ld, std::vector<float>& dst) {
+  float* out = grown(dst, size_t(rows) * size_t(cols));
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < cols; ++j) out[size_t(r) * cols + j] = bf16_to_f32(src[size_t(r) * ld + j]);
+  return out;
+}
+
 void gemm_bf16_widen(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const uint16_t* a, int lda,
                      const uint16_t* b, int ldb, float beta, float* c, int ldc) {
   thread_local std::vector<float> a32, b32;
   const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
   const int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
-  float* aw = grown(a32, size_t(a_rows) * size_t(a_cols));
-  float* bw = grown(b32, size_t(b_rows) * size_t(b_cols));
-  for (int r = 0; r < a_rows; ++r)
-    for (int j = 0; j < a_cols; ++j) aw[size_t(r) * a_cols + j] = bf16_to_f32(a[size_t(r) * lda + j]);
-  for (int r = 0; r < b_rows; ++r)
-    for (int j = 0; j < b_cols; ++j) bw[size_t(r) * b_cols + j] = bf16_to_f32(b[size_t(r) * ldb + j]);
+  const float* aw = widen_rows(a, a_rows, a_cols, lda, a32);
+  const float* bw = widen_rows(b, b_rows, b_cols, ldb, b32);
   gemm(trans_a, trans_b, m, n, k, alpha, aw, a_cols, bw, b_cols, beta, c, ldc);
 }
 
