@@ -15,6 +15,7 @@
 #include <ctime>
 #include <vector>
 
+#include "bench/bench_timing.h"
 #include "core/bf16.h"
 #include "core/fpu.h"
 #include "core/rng.h"
@@ -24,6 +25,7 @@
 extern "C" char* openblas_get_corename(void);
 
 using namespace mlpd;
+using mlpd::bench::median_cpu_seconds;
 
 namespace {
 
@@ -47,25 +49,6 @@ const Shape kShapes[] = {
     {"square 512", false, false, 512, 512, 512},
     {"square 1024", false, false, 1024, 1024, 1024},
 };
-
-double thread_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
-template <class F>
-double median_seconds(int reps, F&& f) {
-  f();  // warm-up: packs scratch grown, caches warm
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const double c0 = thread_cpu_seconds();
-    f();
-    t.push_back(thread_cpu_seconds() - c0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 std::vector<float> bf16_values(size_t n, uint64_t stream) {
   Rng r{7, stream};
@@ -128,16 +111,16 @@ int main(int argc, char** argv) {
     failures += wrong;
 
     const double flops = 2.0 * s.m * s.n * s.k;
-    const double t_sgemm = median_seconds(reps, [&] {
+    const double t_sgemm = median_cpu_seconds(reps, [&] {
       cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans, s.m, s.n, s.k,
                   1.0f, a.data(), a_cols, b.data(), b_cols, 0.0f, c.data(), s.n);
     });
     gemm_bf16_set_native_enabled(false);
-    const double t_widen = median_seconds(reps, [&] {
+    const double t_widen = median_cpu_seconds(reps, [&] {
       gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a16.data(), a_cols, b16.data(), b_cols, 0.0f, c.data(), s.n);
     });
     gemm_bf16_set_native_enabled(true);
-    const double t_native = native ? median_seconds(reps, [&] {
+    const double t_native = native ? median_cpu_seconds(reps, [&] {
       gemm_bf16(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a16.data(), a_cols, b16.data(), b_cols, 0.0f, c.data(), s.n);
     })
                                    : 0.0;

@@ -4,16 +4,19 @@
 //
 // gemm and linear pack their operands to bf16 (2 bytes a value, bf16_pack_rows) and run the
 // device's bf16 GEMM (gemm_bf16: AVX512-BF16 or widened OpenBLAS on the CPU, bf16 tensor cores on
-// CUDA) with fp32 sums. The convolutions round their operands to bf16 values held in fp32 and run
-// the device's fp32 convolution on them (products of bf16 values are exact in fp32, so this is a
-// bf16 convolution with fp32 accumulation); on CUDA with TF32 tensor-core math, which holds a
-// bf16 operand exactly. The fp32 table never uses tensor cores.
+// CUDA) with fp32 sums. A convolution on the CPU runs our bf16 direct kernel (vdpbf16ps) where its
+// rule picks it (kernels/cpu/conv_paths.h). Elsewhere, and on CUDA, the convolutions round their
+// operands to bf16 values held in fp32 and run the device's fp32 convolution on them (products of
+// bf16 values are exact in fp32, so this is a bf16 convolution with fp32 accumulation); on CUDA
+// with TF32 tensor-core math, which holds a bf16 operand exactly. The fp32 table never uses
+// tensor cores.
 // Storage between ops stays fp32: an activation takes 4 bytes, as in fp32.
 #include <algorithm>
 #include <array>
 #include <cstddef>
 
 #include "core/arena.h"
+#include "kernels/cpu/conv_paths.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/device.h"
 #include "kernels/op_table.h"
@@ -141,23 +144,37 @@ size_t conv_w_floats(const ConvDims& d) { return size_t(d.k) * d.k * d.c_in * d.
 template <Device D>
 size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
   const size_t x = aligned(conv_x_floats(d)), y = aligned(conv_y_floats(d)), w = aligned(conv_w_floats(d));
-  return ops_for(D).conv2d_scratch_floats(d) + std::max({x + w, y + w, x + y});
+  const size_t rounded = ops_for(D).conv2d_scratch_floats(d) + std::max({x + w, y + w, x + y});
+  if constexpr (D == Device::cpu) return std::max(rounded, direct_conv_bf16_scratch_floats(d));
+  return rounded;
 }
 
-enum class ConvPass { forward, backward_data, backward_weights };
+// The CPU's bf16 direct kernel, where its rule picks it for this pass (it rounds its operands as
+// it packs them).
+template <Device D>
+bool conv_pass_native_bf16(ConvPass pass, const ConvDims& d, const float* a, const float* b, float* out,
+                           Arena& arena, bool accumulate) {
+  if constexpr (D != Device::cpu) return false;
+  if (!conv_bf16_use_direct(d, pass)) return false;
+  if (pass == ConvPass::forward) direct_conv_bf16_forward(d, a, b, out, arena);
+  if (pass == ConvPass::backward_data) direct_conv_bf16_backward_data(d, a, b, out, arena, accumulate);
+  if (pass == ConvPass::backward_weights) direct_conv_bf16_backward_weights(d, a, b, out, arena);
+  return true;
+}
 
-// One convolution pass: its two operands (x and w, dy and w, or x and dy) rounded into the arena,
-// the fp32 pass on them, and its output rounded unless it accumulates (dw always; dx if asked).
+// One convolution pass on bf16 operands (x and w, dy and w, or x and dy): the CPU's bf16 kernel,
+// or else both operands rounded into the arena and the fp32 pass run on them. Its output is
+// rounded unless it accumulates (dw always; dx if asked).
 template <Device D>
 void conv_pass_bf16(ConvPass pass, const ConvDims& d, const float* a, size_t a_floats, const float* b,
                     size_t b_floats, float* out, Arena& arena, bool accumulate) {
   const OpTable& o = ops_for(D);
-  ArenaScope scope(arena);
-  float* a16 = arena_floats(arena, a_floats);
-  float* b16 = arena_floats(arena, b_floats);
-  o.bf16_round(a, a16, a_floats);
-  o.bf16_round(b, b16, b_floats);
-  {
+  if (!conv_pass_native_bf16<D>(pass, d, a, b, out, arena, accumulate)) {
+    ArenaScope scope(arena);
+    float* a16 = arena_floats(arena, a_floats);
+    float* b16 = arena_floats(arena, b_floats);
+    o.bf16_round(a, a16, a_floats);
+    o.bf16_round(b, b16, b_floats);
     TensorCoreMath tc(D);
     if (pass == ConvPass::forward) o.conv2d_forward(d, a16, b16, out, arena);
     if (pass == ConvPass::backward_data) o.conv2d_backward_data(d, a16, b16, out, arena, accumulate);

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "kernels/cpu/conv_direct_common.h"
 #include "kernels/cpu/conv_paths.h"
 
 #if defined(__AVX512F__)
@@ -32,12 +33,7 @@ namespace mlpd {
 
 namespace {
 
-inline int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-inline int ceil_div(int a, int b) { return -floor_div(-a, b); }
-
-// Zero border of the padded dy image in backward data: k on each side covers every tap of every
-// parity class (see the bounds in the comment of direct_conv_backward_data).
-inline int dy_border(const ConvDims& d) { return d.k; }
+using namespace direct_conv;
 
 size_t fwd_scratch(const ConvDims& d) {
   return size_t(d.h + 2 * d.pad) * (d.w + 2 * d.pad) * d.c_in + 32;
@@ -49,8 +45,6 @@ size_t bwd_data_scratch(const ConvDims& d) {
 }
 
 #if defined(__AVX512F__)
-
-constexpr int kMaxTaps = 64;  // k <= 8 for the direct path
 
 // out[r * ors + 16v + j] (+)= sum_t sum_c in[toff[t] + r * rs + c] * tw[t][c * ldw + 16v + j]
 // RS > 0 fixes the pixel stride rs at compile time, so each broadcast is one FMA with a
@@ -164,12 +158,6 @@ void wtile_c1k3(const float* __restrict xp, ptrdiff_t wp, int s, const float* __
     }
 }
 
-// Register budget: R*V accumulators + V weight vectors <= 32 zmm. (V = 4, 16 output channels x 4
-// per pixel, measured no faster for forward / backward data at 7x7x64 and ~20% slower for
-// backward weights, so tiles are at most 32 channels wide.)
-constexpr int kRmax1 = 28, kRmax2 = 14;
-constexpr int rmax(int v) { return v == 1 ? kRmax1 : kRmax2; }
-
 using TileFn = void (*)(const float*, ptrdiff_t, const int*, const float* const*, int, int,
                         ptrdiff_t, float*, ptrdiff_t, bool);
 using WTileFn = void (*)(const float*, ptrdiff_t, ptrdiff_t, const float*, ptrdiff_t, ptrdiff_t,
@@ -201,19 +189,6 @@ TileFn tile_fn(int r, int v, ptrdiff_t rs) {
 }
 WTileFn wtile_fn(int r, int v) {
   return v == 1 ? kWTile1[r - 1] : kWTile2[r - 1];
-}
-
-// Vectors of 16 channels per register tile for `c` output channels of a tile pass: the widest
-// of {2, 1} that divides c.
-int pick_v(int c) { return c % 32 == 0 ? 2 : 1; }
-
-// Calls fn over one row of `len` output pixels in tiles of at most rmax(v), as even as possible.
-template <class F>
-void for_row_tiles(int len, int v, F&& f) {
-  const int rm = rmax(v);
-  const int ntiles = (len + rm - 1) / rm;
-  const int r = (len + ntiles - 1) / ntiles;
-  for (int b0 = 0; b0 < len; b0 += r) f(b0, std::min(r, len - b0));
 }
 
 #endif  // __AVX512F__
@@ -277,11 +252,7 @@ void direct_conv_forward(const ConvDims& d, const float* x, const float* w, floa
 #endif
 }
 
-// dx[n, ih, iw, ci] = sum over (kh, kw, co) with ih = oh*s - p + kh, iw = ow*s - p + kw of
-// dy[n, oh, ow, co] * W[kh, kw, ci, co]. For ih = s*a + ph, tap kh contributes iff
-// (ph + p - kh) is a multiple of s, from dy row oh = a + (ph + p - kh)/s. Over all ih in [0, h)
-// and kh in [0, k) that row lies in [-(k-1)/s, out_h - 1 + (s+k-2)/s], so a zero border of k
-// rows/columns around dy makes every tap read in bounds.
+// dx as the transposed convolution of dy, one parity class at a time (conv_direct_common.h).
 void direct_conv_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx,
                                Arena& arena, bool accumulate) {
   MLPD_CHECK(direct_conv_supported(d, ConvPass::backward_data),
@@ -300,7 +271,6 @@ void direct_conv_backward_data(const ConvDims& d, const float* dy, const float* 
   const int v = pick_v(ci);
   int toff[kMaxTaps];
   const float* tw[kMaxTaps];
-  int tap[kMaxTaps];
   for (int n = 0; n < d.n; ++n) {
     const float* dyn = dy + size_t(n) * oh_n * ow_n * co;
     float* dxn = dx + size_t(n) * d.h * d.w * ci;
@@ -309,28 +279,15 @@ void direct_conv_backward_data(const ConvDims& d, const float* dy, const float* 
                   sizeof(float) * size_t(ow_n) * co);
     for (int ph = 0; ph < s && ph < d.h; ++ph)
       for (int pw = 0; pw < s && pw < d.w; ++pw) {
-        int nt = 0;
-        for (int kh = 0; kh < k; ++kh) {
-          if ((ph + d.pad - kh) % s != 0) continue;
-          const int dh = floor_div(ph + d.pad - kh, s);
-          for (int kw = 0; kw < k; ++kw) {
-            if ((pw + d.pad - kw) % s != 0) continue;
-            const int dw = floor_div(pw + d.pad - kw, s);
-            toff[nt] = (dh * owp + dw) * co;
-            tap[nt++] = kh * k + kw;
-          }
-        }
-        const int rows = ceil_div(d.h - ph, s), cols = ceil_div(d.w - pw, s);
-        if (nt == 0) {  // no tap reaches this parity class (s > k): its gradient is zero
-          if (!accumulate)
-            for (int a = 0; a < rows; ++a)
-              for (int b = 0; b < cols; ++b)
-                std::memset(dxn + (size_t(s * a + ph) * d.w + s * b + pw) * ci, 0,
-                            sizeof(float) * ci);
+        const ParityClass pc = parity_class(d, ph, pw);
+        const int nt = pc.nt, rows = pc.rows, cols = pc.cols;
+        for (int t = 0; t < nt; ++t) toff[t] = (pc.dh[t] * owp + pc.dw[t]) * co;
+        if (nt == 0) {  // s > k
+          if (!accumulate) zero_parity_class(d, pc, ph, pw, dxn);
           continue;
         }
         for (int ci0 = 0; ci0 < ci; ci0 += 16 * v) {
-          for (int t = 0; t < nt; ++t) tw[t] = wt + size_t(tap[t]) * co * ci + ci0;
+          for (int t = 0; t < nt; ++t) tw[t] = wt + size_t(pc.tap[t]) * co * ci + ci0;
           for (int a = 0; a < rows; ++a) {
             const float* in_row = dyp + (size_t(a + bd) * owp + bd) * co;
             float* out_row = dxn + (size_t(s * a + ph) * d.w + pw) * ci + ci0;

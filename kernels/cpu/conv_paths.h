@@ -32,10 +32,29 @@ void direct_conv_backward_data(const ConvDims& d, const float* dy, const float* 
 void direct_conv_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
                                   Arena& arena);
 
+// ---- Direct NHWC convolution on bf16 operands, fp32 sums (conv_direct_bf16.cpp). ----
+// The CPU convolution of the bf16 op table (kernels/op_table_bf16.cpp) where
+// conv_bf16_use_direct() picks it. Takes fp32 operands and rounds them to bf16 as it packs them;
+// dw accumulates, as in the fp32 passes. Needs avx512bf16 (-march=native on Zen 4, Cooper Lake,
+// Sapphire Rapids and later); without it direct_conv_bf16_supported() is always false.
+bool direct_conv_bf16_supported(const ConvDims& d, ConvPass pass);
+size_t direct_conv_bf16_scratch_floats(const ConvDims& d);
+void direct_conv_bf16_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena);
+void direct_conv_bf16_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx,
+                                    Arena& arena, bool accumulate);
+void direct_conv_bf16_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
+                                       Arena& arena);
+
 // The per-shape rule the public conv2d_* functions follow (measured with bench_conv).
 bool conv_use_direct(const ConvDims& d, ConvPass pass);
 // Benchmark switch: with false, conv_use_direct() always answers false (the im2col+GEMM
 // baseline), so bench_conv can time the whole model both ways in one process. Default true.
 void conv_set_direct_enabled(bool enabled);
+
+// The bf16 table's rule: whether a bf16 convolution pass runs on the bf16 direct kernel (else
+// on the fp32 convolution of operands rounded to bf16). Measured with bench_conv.
+bool conv_bf16_use_direct(const ConvDims& d, ConvPass pass);
+// Benchmark and test switch: with false, conv_bf16_use_direct() always answers false. Default true.
+void conv_bf16_set_direct_enabled(bool enabled);
 
 }  // namespace mlpd

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/arena.h"
+#include "conv_reference.h"
 #include "grad_check.h"
 #include "kernels/cpu/conv_paths.h"
 #include "kernels/ops.h"
@@ -16,31 +18,13 @@ using namespace mlpd::test;
 
 namespace {
 
-// Naive direct convolution in double: the reference.
 std::vector<double> conv_naive(const ConvDims& d, const std::vector<float>& x, const std::vector<float>& w) {
-  const int oh_n = d.out_h(), ow_n = d.out_w();
-  std::vector<double> y(size_t(d.n) * oh_n * ow_n * d.c_out, 0.0);
-  for (int n = 0; n < d.n; ++n)
-    for (int oh = 0; oh < oh_n; ++oh)
-      for (int ow = 0; ow < ow_n; ++ow)
-        for (int co = 0; co < d.c_out; ++co) {
-          double s = 0;
-          for (int kh = 0; kh < d.k; ++kh)
-            for (int kw = 0; kw < d.k; ++kw) {
-              const int ih = oh * d.stride - d.pad + kh, iw = ow * d.stride - d.pad + kw;
-              if (ih < 0 || ih >= d.h || iw < 0 || iw >= d.w) continue;
-              for (int ci = 0; ci < d.c_in; ++ci)
-                s += double(x[((size_t(n) * d.h + ih) * d.w + iw) * d.c_in + ci]) *
-                     double(w[((size_t(kh) * d.k + kw) * d.c_in + ci) * d.c_out + co]);
-            }
-          y[((size_t(n) * oh_n + oh) * ow_n + ow) * d.c_out + co] = s;
-        }
-  return y;
+  return conv_reference(d, x, w, {}).y;
 }
 
-size_t out_size(const ConvDims& d) { return size_t(d.n) * d.out_h() * d.out_w() * d.c_out; }
-size_t in_size(const ConvDims& d) { return size_t(d.n) * d.h * d.w * d.c_in; }
-size_t w_size(const ConvDims& d) { return size_t(d.k) * d.k * d.c_in * d.c_out; }
+size_t out_size(const ConvDims& d) { return conv_out_size(d); }
+size_t in_size(const ConvDims& d) { return conv_in_size(d); }
+size_t w_size(const ConvDims& d) { return conv_w_size(d); }
 
 class ConvShapes : public ::testing::TestWithParam<ConvDims> {
  protected:
@@ -110,25 +94,9 @@ INSTANTIATE_TEST_SUITE_P(
 // Naive dx and dw (double) for dL/dy = dy.
 void conv_naive_grads(const ConvDims& d, const std::vector<float>& x, const std::vector<float>& w,
                       const std::vector<float>& dy, std::vector<double>& dx, std::vector<double>& dw) {
-  const int oh_n = d.out_h(), ow_n = d.out_w();
-  dx.assign(in_size(d), 0.0);
-  dw.assign(w_size(d), 0.0);
-  for (int n = 0; n < d.n; ++n)
-    for (int oh = 0; oh < oh_n; ++oh)
-      for (int ow = 0; ow < ow_n; ++ow)
-        for (int kh = 0; kh < d.k; ++kh)
-          for (int kw = 0; kw < d.k; ++kw) {
-            const int ih = oh * d.stride - d.pad + kh, iw = ow * d.stride - d.pad + kw;
-            if (ih < 0 || ih >= d.h || iw < 0 || iw >= d.w) continue;
-            for (int ci = 0; ci < d.c_in; ++ci)
-              for (int co = 0; co < d.c_out; ++co) {
-                const size_t xi = ((size_t(n) * d.h + ih) * d.w + iw) * d.c_in + ci;
-                const size_t wi = ((size_t(kh) * d.k + kw) * d.c_in + ci) * d.c_out + co;
-                const double g = dy[((size_t(n) * oh_n + oh) * ow_n + ow) * d.c_out + co];
-                dx[xi] += g * w[wi];
-                dw[wi] += g * x[xi];
-              }
-          }
+  ConvReference r = conv_reference(d, x, w, dy);
+  dx = std::move(r.dx);
+  dw = std::move(r.dw);
 }
 
 struct PathCase {
