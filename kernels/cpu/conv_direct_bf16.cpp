@@ -11,10 +11,11 @@
 //   backward data:    reduced over c_out, per parity class (conv_direct_common.h). The
 //                     zero-bordered dy holds channel pairs; the weights are
 //                     [tap][c_out / 2][c_in][2].
-//   backward weights: reduced over output pixels. dy and, per kernel column kw, the input pixels
-//                     its taps read are repacked as pairs of neighbouring pixels along an output
-//                     row: [row][ow / 2][channels][2]. The zero-padded rows make every tap's
-//                     pixel range the whole output, so nothing is clipped.
+//   backward weights: reduced over output pixels, in pairs of output rows (2m, 2m + 1). dy is
+//                     repacked as [oh / 2][ow][c_out][2], and the zero-padded image as pairs of
+//                     rows s apart, [ih][iw][c_in][2]: one packing serves every tap, since tap kh
+//                     reads padded row oh * s + kh. The padding makes every tap's pixel range the
+//                     whole output, so nothing is clipped.
 // Operands are rounded to bf16 (nearest even) as they are packed, so the op takes fp32 inputs as
 // the fp32 op does. bf16 products are exact in fp32: the result equals a convolution of rounded
 // operands up to the order of the fp32 sums (and vdpbf16ps reads denormal bf16 inputs as zero).
@@ -53,8 +54,7 @@ size_t bwd_data_words(const ConvDims& d) {
          size_t(d.k) * d.k * pairs(d.c_out) * d.c_in + 32;
 }
 size_t bwd_weights_words(const ConvDims& d) {
-  const size_t owq = pairs(d.out_w());
-  return size_t(d.h + 2 * d.pad) * owq * d.c_in + 32 + size_t(d.out_h()) * owq * d.c_out + 32;
+  return size_t(d.h + 2 * d.pad) * (d.w + 2 * d.pad) * d.c_in + 32 + size_t(pairs(d.out_h())) * d.out_w() * d.c_out + 32;
 }
 
 #ifdef MLPD_CONV_BF16_NATIVE
@@ -327,44 +327,42 @@ void direct_conv_bf16_backward_weights(const ConvDims& d, const float* x, const 
              "bf16 direct conv: unsupported backward-weights shape");
 #ifdef MLPD_CONV_BF16_NATIVE
   ArenaScope scope(arena);
-  const int oh_n = d.out_h(), ow_n = d.out_w(), owq = pairs(ow_n), ci = d.c_in, co = d.c_out, s = d.stride;
-  const int k = d.k, hp = d.h + 2 * d.pad;
-  uint32_t* xk = arena_pairs(arena, size_t(hp) * owq * ci);   // [padded row][ow / 2][c_in] pairs
-  uint16_t* dyk = halves(arena_pairs(arena, size_t(oh_n) * owq * co));  // [oh][ow / 2][c_out][2]
+  const int oh_n = d.out_h(), ow_n = d.out_w(), ohq = pairs(oh_n), ci = d.c_in, co = d.c_out, s = d.stride;
+  const int k = d.k, hp = d.h + 2 * d.pad, wp = d.w + 2 * d.pad;
+  // xk[ih][iw][c] = (x at padded (ih, iw), x at padded (ih + s, iw)): the inputs of output rows 2m
+  // and 2m + 1 for every tap, since tap kh reads padded row oh * s + kh.
+  uint32_t* xk = arena_pairs(arena, size_t(hp) * wp * ci);
+  std::memset(xk, 0, sizeof(uint32_t) * size_t(hp) * wp * ci);  // the padding columns stay zero
+  uint16_t* dyk = halves(arena_pairs(arena, size_t(ohq) * ow_n * co));  // [oh / 2][ow][c_out][2]
   const int v = pick_v(co);
   // c_in rows per tile: the largest divisor of c_in that fits the register budget.
   int r = std::min(ci, v == 1 ? 16 : 8);
   while (ci % r != 0) --r;
+  auto x_row = [&](const float* xn, int ih) {  // padded row ih, or null in the padding
+    const int row = ih - d.pad;
+    return row >= 0 && row < d.h ? xn + size_t(row) * d.w * ci : nullptr;
+  };
   for (int n = 0; n < d.n; ++n) {
     const float* xn = x + size_t(n) * d.h * d.w * ci;
     const float* dyn = dy + size_t(n) * oh_n * ow_n * co;
-    for (int oh = 0; oh < oh_n; ++oh)
-      for (int q = 0; q < owq; ++q) {
-        const float* even = dyn + (size_t(oh) * ow_n + 2 * q) * co;
-        interleave_bf16(even, 2 * q + 1 < ow_n ? even + co : nullptr, co, dyk + (size_t(oh) * owq + q) * co * 2);
-      }
-    for (int kw = 0; kw < k; ++kw) {
-      // Row ih of the padded image, as read by the taps of column kw at output pixels (2q, 2q + 1).
-      for (int ih = 0; ih < hp; ++ih) {
-        const int row = ih - d.pad;
-        for (int q = 0; q < owq; ++q) {
-          const float* pix[2] = {nullptr, nullptr};
-          for (int h = 0; h < 2; ++h) {
-            const int ow = 2 * q + h, iw = ow * s + kw - d.pad;
-            if (row >= 0 && row < d.h && ow < ow_n && iw >= 0 && iw < d.w)
-              pix[h] = xn + (size_t(row) * d.w + iw) * ci;
-          }
-          interleave_bf16(pix[0], pix[1], ci, halves(xk + (size_t(ih) * owq + q) * ci));
-        }
-      }
-      for (int kh = 0; kh < k; ++kh) {
+    for (int ih = 0; ih < hp; ++ih) {
+      if (ih % (2 * s) >= k) continue;  // no tap starts a row pair here (k < 2s: 1x1 stride 2)
+      interleave_bf16(x_row(xn, ih), x_row(xn, ih + s), d.w * ci, halves(xk + (size_t(ih) * wp + d.pad) * ci));
+    }
+    for (int m = 0; m < ohq; ++m) {
+      const float* even = dyn + size_t(2 * m) * ow_n * co;
+      interleave_bf16(even, 2 * m + 1 < oh_n ? even + size_t(ow_n) * co : nullptr, ow_n * co,
+                      dyk + size_t(m) * ow_n * co * 2);
+    }
+    for (int kh = 0; kh < k; ++kh)
+      for (int kw = 0; kw < k; ++kw) {
+        const uint32_t* xb = xk + (size_t(kh) * wp + kw) * ci;
         float* wb = dw + size_t(kh * k + kw) * ci * co;
         for (int ci0 = 0; ci0 < ci; ci0 += r)
           for (int co0 = 0; co0 < co; co0 += 16 * v)
-            wtile_fn(r, v)(xk + size_t(kh) * owq * ci + ci0, ptrdiff_t(s) * owq * ci, ci, dyk + size_t(co0) * 2,
-                           ptrdiff_t(owq) * co * 2, ptrdiff_t(co) * 2, oh_n, owq, wb + size_t(ci0) * co + co0, co);
+            wtile_fn(r, v)(xb + ci0, ptrdiff_t(2) * s * wp * ci, ptrdiff_t(s) * ci, dyk + size_t(co0) * 2,
+                           ptrdiff_t(ow_n) * co * 2, ptrdiff_t(co) * 2, ohq, ow_n, wb + size_t(ci0) * co + co0, co);
       }
-    }
   }
 #else
   (void)x, (void)dy, (void)dw, (void)arena;
