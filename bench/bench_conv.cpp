@@ -21,6 +21,7 @@
 #include "core/rng.h"
 #include "kernels/cpu/conv_paths.h"
 #include "kernels/ops.h"
+#include "tests/kernels/conv_reference.h"
 #include "workloads/resnet/resnet_model.h"
 
 extern "C" char* openblas_get_corename(void);
@@ -90,24 +91,8 @@ int check_conv(ConvDims d, Algo algo, Arena& arena) {
   auto x = random_vec(size_t(d.n) * d.h * d.w * d.c_in, 1);
   auto w = random_vec(size_t(d.k) * d.k * d.c_in * d.c_out, 2);
   auto dy = random_vec(size_t(d.n) * oh * ow * d.c_out, 3);
-  std::vector<double> y_ref(dy.size(), 0.0), dx_ref(x.size(), 0.0), dw_ref(w.size(), 0.0);
-  for (int n = 0; n < d.n; ++n)
-    for (int i = 0; i < oh; ++i)
-      for (int j = 0; j < ow; ++j)
-        for (int kh = 0; kh < d.k; ++kh)
-          for (int kw = 0; kw < d.k; ++kw) {
-            const int ih = i * d.stride - d.pad + kh, iw = j * d.stride - d.pad + kw;
-            if (ih < 0 || ih >= d.h || iw < 0 || iw >= d.w) continue;
-            for (int ci = 0; ci < d.c_in; ++ci)
-              for (int co = 0; co < d.c_out; ++co) {
-                const size_t xi = ((size_t(n) * d.h + ih) * d.w + iw) * d.c_in + ci;
-                const size_t wi = ((size_t(kh) * d.k + kw) * d.c_in + ci) * d.c_out + co;
-                const size_t yi = ((size_t(n) * oh + i) * ow + j) * d.c_out + co;
-                y_ref[yi] += double(x[xi]) * w[wi];
-                dx_ref[xi] += double(dy[yi]) * w[wi];
-                dw_ref[wi] += double(dy[yi]) * x[xi];
-              }
-          }
+  test::ConvReference ref = test::conv_reference(d, x, w, dy);
+  std::vector<double>& y_ref = ref.y, &dx_ref = ref.dx, &dw_ref = ref.dw;  // zeroed below where a path skips a pass
   std::vector<float> y(y_ref.size()), dx(dx_ref.size()), dw(dw_ref.size(), 0.0f);
   int wrong = 0;
   auto ok = [&](ConvPass p) { return algo != Algo::direct || direct_conv_supported(d, p); };

@@ -60,18 +60,9 @@ std::vector<float> bf16_values(size_t n, uint64_t stream) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 15;
-  bool tsv = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--tsv") == 0) {
-      tsv = true;
-    } else if (std::atoi(argv[i]) > 0) {
-      reps = std::atoi(argv[i]);
-    } else {
-      std::fprintf(stderr, "usage: bench_gemm_bf16 [reps] [--tsv]\n");
-      return 2;
-    }
-  }
+  const mlpd::bench::KernelBenchArgs args = mlpd::bench::parse_kernel_bench_args(argc, argv, 15, "bench_gemm_bf16");
+  const int reps = args.reps;
+  const bool tsv = args.tsv;
   openblas_set_num_threads(1);
   enable_flush_denormals();
   const bool native = gemm_bf16_native_available();

@@ -5,12 +5,11 @@ the repetitions. Prints GF/s and the ratio of our bf16 to PyTorch's bf16 and to 
 of the two (the best peer for the same convolution).
   /usr/bin/python3 bench/conv_bf16_vs_torch.py [--binary build/bench/bench_conv_bf16] [--reps 9]
 Debian's python3-torch is /usr/bin/python3's; its kernels run as the environment picks them."""
-import argparse
 import os
 import re
-import subprocess
 import sys
-import time
+
+import torch_peer
 
 
 def parse_shape(text):
@@ -45,29 +44,13 @@ def torch_gflops(rows, reps):
 
                 def run():
                     conv_backward(dy, x, wt, None, [s, s], [p, p], [1, 1], False, [0, 0], 1, mask)
-            run()
-            times = []
-            for _ in range(reps):
-                t0 = time.thread_time()
-                run()
-                times.append(time.thread_time() - t0)
-            times.sort()
-            row.append(flop / times[len(times) // 2] / 1e9)
+            row.append(flop / torch_peer.median_thread_seconds(run, reps) / 1e9)
         out.append(row)
     return out, torch.__version__, torch.backends.mkldnn.is_available()
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--binary", default="build/bench/bench_conv_bf16")
-    ap.add_argument("--reps", type=int, default=9)
-    args = ap.parse_args()
-    run = subprocess.run([args.binary, str(args.reps), "--tsv"], capture_output=True, text=True)
-    if run.returncode != 0:
-        sys.exit(f"{args.binary} failed ({run.returncode}): {run.stderr.strip()}")
-    lines = run.stdout.strip().split("\n")
-    header = lines[0].split("\t")
-    ours = [dict(zip(header, line.split("\t"))) for line in lines[1:]]
+    args, ours = torch_peer.kernel_bench_rows(__doc__, "build/bench/bench_conv_bf16", 9)
     peer, version, mkldnn = torch_gflops(ours, args.reps)
     print(f"one thread each; PyTorch {version} (oneDNN {'on' if mkldnn else 'off'}), channels_last; GF/s"
           f" (* = our bf16 direct kernel ran)")

@@ -6,11 +6,9 @@ same product).
   /usr/bin/python3 bench/gemm_bf16_vs_torch.py [--binary build/bench/bench_gemm_bf16] [--reps 15]
 Debian's python3-torch is /usr/bin/python3's; the OpenBLAS and oneDNN kernels run as the
 environment picks them (OPENBLAS_CORETYPE is left as it is)."""
-import argparse
 import os
-import subprocess
-import sys
-import time
+
+import torch_peer
 
 
 def torch_gflops(shapes, reps):
@@ -26,28 +24,14 @@ def torch_gflops(shapes, reps):
             a = a.t() if ta else a  # a transposed view, as our trans flags read memory
             b = b.t() if tb else b
             c = a @ b
-            times = []
-            for _ in range(reps):
-                t0 = time.thread_time()
-                torch.matmul(a, b, out=c)
-                times.append(time.thread_time() - t0)
-            times.sort()
-            row.append(2.0 * m * n * k / times[len(times) // 2] / 1e9)
+            seconds = torch_peer.median_thread_seconds(lambda: torch.matmul(a, b, out=c), reps)
+            row.append(2.0 * m * n * k / seconds / 1e9)
         out.append(row)
     return out, torch.__version__, torch.backends.mkldnn.is_available()
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--binary", default="build/bench/bench_gemm_bf16")
-    ap.add_argument("--reps", type=int, default=15)
-    args = ap.parse_args()
-    run = subprocess.run([args.binary, str(args.reps), "--tsv"], capture_output=True, text=True)
-    if run.returncode != 0:
-        sys.exit(f"{args.binary} failed ({run.returncode}): {run.stderr.strip()}")
-    lines = run.stdout.strip().split("\n")
-    header = lines[0].split("\t")
-    ours = [dict(zip(header, line.split("\t"))) for line in lines[1:]]
+    args, ours = torch_peer.kernel_bench_rows(__doc__, "build/bench/bench_gemm_bf16", 15)
     shapes = []
     for r in ours:
         name = r["shape"]

@@ -27,28 +27,13 @@ with the best PyTorch configuration on 2 cores.
 """
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 
 import torch_peer
 
 BATCH = 64
 CLASSES = 11
-
-
-def run_ours(binary, data_dir, ranks, steps, warmup):
-    out_dir = tempfile.mkdtemp(prefix="ssdbench_")
-    cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--mca", "btl", "self,vader", "--bind-to", "core",
-           "-np", str(ranks), binary, "train", "--benchmark", "ssd", "--scale", "mini", "--data-dir", data_dir,
-           "--max-steps", str(warmup + steps), "--progress-seconds", "0", "--results-dir", out_dir]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    rates = [float(m.group(1)) for m in re.finditer(r"step \d+/\d+ \|.*\| (\d+(?:\.\d+)?) img/s", p.stdout + p.stderr)]
-    if len(rates) < warmup + steps:
-        sys.exit(f"ours at {ranks} ranks: {len(rates)} step lines (exit {p.returncode})\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    return statistics.median(rates[warmup:warmup + steps])
 
 
 # ---------------------------------------------------------------- the PyTorch side (child process)
@@ -179,8 +164,8 @@ def main():
         sys.exit(f"{args.data_dir}/ssd_mini.h5 missing: run `mlperf-dist prepare --benchmark ssd --scale mini`")
     script = os.path.abspath(__file__)
     load = os.getloadavg()[0]
-    ours1 = run_ours(args.binary, args.data_dir, 1, args.steps, args.warmup)
-    ours2 = run_ours(args.binary, args.data_dir, 2, args.steps, args.warmup)
+    ours1 = torch_peer.run_ours_train(args.binary, "ssd", args.data_dir, 1, args.steps, args.warmup)
+    ours2 = torch_peer.run_ours_train(args.binary, "ssd", args.data_dir, 2, args.steps, args.warmup)
     run = lambda threads, world, layout: torch_peer.run_children(script, threads, world, layout, args.steps,
                                                                 args.warmup, ("--data-dir", args.data_dir))
     rows, _, torch1, torch2, _ = torch_peer.peer_configurations(run, "img_s")

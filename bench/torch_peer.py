@@ -6,9 +6,12 @@ with DistributedDataParallel over gloo (a file store in /tmp). Ours at 1 rank is
 PyTorch at 1 thread, ours at 2 ranks with the best PyTorch configuration on 2 cores."""
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def parse_bench_arguments(doc, data_dir=True):
@@ -34,6 +37,48 @@ def add_child_arguments(ap):
     ap.add_argument("--world", type=int, default=1, help=argparse_suppress())
     ap.add_argument("--layout", default="nchw", help=argparse_suppress())
     ap.add_argument("--store", help=argparse_suppress())
+
+
+def run_ours_train(binary, benchmark, data_dir, ranks, steps, warmup, extra=()):
+    """Our `train` of a mini workload under mpirun at `ranks` ranks for warmup + steps steps; the
+    median of the timed steps' global images/s, from its step lines."""
+    out_dir = tempfile.mkdtemp(prefix=f"{benchmark}bench_")
+    cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--mca", "btl", "self,vader", "--bind-to", "core",
+           "-np", str(ranks), binary, "train", "--benchmark", benchmark, "--scale", "mini", "--data-dir", data_dir,
+           *extra, "--max-steps", str(warmup + steps), "--progress-seconds", "0", "--results-dir", out_dir]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    rates = [float(m.group(1)) for m in re.finditer(r"step \d+/\d+ \|.*\| (\d+(?:\.\d+)?) img/s", p.stdout + p.stderr)]
+    if len(rates) < warmup + steps:
+        sys.exit(f"ours at {ranks} ranks: {len(rates)} step lines (exit {p.returncode})\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return statistics.median(rates[warmup:warmup + steps])
+
+
+def kernel_bench_rows(doc, binary, reps):
+    """For the kernel peers: parses --binary and --reps, runs our bench with --tsv and returns the
+    arguments and its rows (dicts keyed by the header line)."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--binary", default=binary)
+    ap.add_argument("--reps", type=int, default=reps)
+    args = ap.parse_args()
+    run = subprocess.run([args.binary, str(args.reps), "--tsv"], capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"{args.binary} failed ({run.returncode}): {run.stderr.strip()}")
+    lines = run.stdout.strip().split("\n")
+    header = lines[0].split("\t")
+    return args, [dict(zip(header, line.split("\t"))) for line in lines[1:]]
+
+
+def median_thread_seconds(run, reps):
+    """run() once to warm up, then the median of reps calls' CPU time of the calling thread."""
+    run()
+    times = []
+    for _ in range(reps):
+        t0 = time.thread_time()
+        run()
+        times.append(time.thread_time() - t0)
+    times.sort()
+    return times[len(times) // 2]
 
 
 def argparse_suppress():
@@ -70,6 +115,16 @@ def resnet_basic_parts(nn, F):
             return F.relu(y + (self.proj(x) if self.proj is not None else x))
 
     return conv_bn, Block
+
+
+def timed_steps(args, step):
+    """step(s) for s in range(warmup + steps), each one's wall time."""
+    times = []
+    for s in range(args.warmup + args.steps):
+        t0 = time.perf_counter()
+        step(s)
+        times.append(time.perf_counter() - t0)
+    return times
 
 
 def slowest_step_times(torch, args, times):

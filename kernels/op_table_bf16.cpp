@@ -149,8 +149,8 @@ size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
   return rounded;
 }
 
-// The CPU's bf16 direct kernel, where its rule picks it for this pass (it rounds its operands as
-// it packs them).
+// The CPU's bf16 direct kernel, where its rule picks it for this pass: it rounds its operands as it
+// packs them, and what it overwrites as it stores it.
 template <Device D>
 bool conv_pass_native_bf16(ConvPass pass, const ConvDims& d, const float* a, const float* b, float* out,
                            Arena& arena, bool accumulate) {
@@ -169,7 +169,8 @@ template <Device D>
 void conv_pass_bf16(ConvPass pass, const ConvDims& d, const float* a, size_t a_floats, const float* b,
                     size_t b_floats, float* out, Arena& arena, bool accumulate) {
   const OpTable& o = ops_for(D);
-  if (!conv_pass_native_bf16<D>(pass, d, a, b, out, arena, accumulate)) {
+  if (conv_pass_native_bf16<D>(pass, d, a, b, out, arena, accumulate)) return;
+  {
     ArenaScope scope(arena);
     float* a16 = arena_floats(arena, a_floats);
     float* b16 = arena_floats(arena, b_floats);

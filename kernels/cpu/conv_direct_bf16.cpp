@@ -17,7 +17,9 @@
 //                     reads padded row oh * s + kh. The padding makes every tap's pixel range the
 //                     whole output, so nothing is clipped.
 // Operands are rounded to bf16 (nearest even) as they are packed, so the op takes fp32 inputs as
-// the fp32 op does. bf16 products are exact in fp32: the result equals a convolution of rounded
+// the fp32 op does. What a pass overwrites (y; dx unless it accumulates) is rounded to bf16 in
+// registers as it is stored, the bf16 table's contract, which saves the table a pass over the
+// output; what it accumulates into (dw, dx when asked) stays fp32. bf16 products are exact in fp32: the result equals a convolution of rounded
 // operands up to the order of the fp32 sums (and vdpbf16ps reads denormal bf16 inputs as zero).
 // All loops run in a fixed order: results are bit-identical run to run.
 #include <algorithm>
@@ -103,9 +105,20 @@ void pixels_to_pairs(const float* src, size_t npix, int c, uint32_t* dst) {
 
 __m512bh as_bh(__m512i v) { return reinterpret_cast<const __m512bh&>(v); }
 
+// Each lane as round_to_bf16 (core/bf16.h) gives it, bit for bit: to nearest, ties to even, a NaN
+// kept quiet. Written with GCC's vector extensions (g++ 12 warns falsely on the intrinsics' shifts).
+using U32x16 = uint32_t __attribute__((vector_size(64)));
+__m512 rounded_lanes(__m512 v) {
+  const U32x16 u = (U32x16)v;
+  const U32x16 nearest = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  const U32x16 quiet_nan = (u | 0x400000u) & 0xffff0000u;
+  const U32x16 is_nan = (U32x16)((u & 0x7fffffffu) > 0x7f800000u);  // all ones where NaN
+  return (__m512)((is_nan & quiet_nan) | (~is_nan & nearest));
+}
+
 // out[r * ors + 16v + j] (+)= sum_t sum_c in[toff[t] + r * rs + c] . tw[t][c * ldw + 32v + 2j ..]
-// where `.` is vdpbf16ps's dot product of a channel pair. RS > 0 fixes the pixel stride at
-// compile time (see conv_direct.cpp's tile).
+// where `.` is vdpbf16ps's dot product of a channel pair; rounded to bf16 where it overwrites.
+// RS > 0 fixes the pixel stride at compile time (see conv_direct.cpp's tile).
 template <int R, int V, int RS>
 void tile(const uint32_t* __restrict in, ptrdiff_t rs_runtime, const int* __restrict toff,
           const uint16_t* const* __restrict tw, int nt, int nc, ptrdiff_t ldw, float* __restrict out,
@@ -135,7 +148,8 @@ void tile(const uint32_t* __restrict in, ptrdiff_t rs_runtime, const int* __rest
 #pragma GCC unroll 32
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) _mm512_storeu_ps(out + r * ors + 16 * v, acc[r][v]);
+    for (int v = 0; v < V; ++v)
+      _mm512_storeu_ps(out + r * ors + 16 * v, accumulate ? acc[r][v] : rounded_lanes(acc[r][v]));
 }
 
 // dw[r * ldw + 16v + j] += sum_{i < rows, q < cols} x[i * xrow + q * xs + r] . dy[i * dyrow +

@@ -34,8 +34,9 @@ void direct_conv_backward_weights(const ConvDims& d, const float* x, const float
 
 // ---- Direct NHWC convolution on bf16 operands, fp32 sums (conv_direct_bf16.cpp). ----
 // The CPU convolution of the bf16 op table (kernels/op_table_bf16.cpp) where
-// conv_bf16_use_direct() picks it. Takes fp32 operands and rounds them to bf16 as it packs them;
-// dw accumulates, as in the fp32 passes. Needs avx512bf16 (-march=native on Zen 4, Cooper Lake,
+// conv_bf16_use_direct() picks it. Takes fp32 operands and rounds them to bf16 as it packs them.
+// What a pass overwrites (y; dx unless accumulating) leaves it rounded to bf16; dw accumulates in
+// fp32, as in the fp32 passes, and so does an accumulating dx. Needs avx512bf16 (-march=native on Zen 4, Cooper Lake,
 // Sapphire Rapids and later); without it direct_conv_bf16_supported() is always false.
 bool direct_conv_bf16_supported(const ConvDims& d, ConvPass pass);
 size_t direct_conv_bf16_scratch_floats(const ConvDims& d);

@@ -12,6 +12,7 @@
 #include "comm/reduce_kernels.h"
 #include "core/arena.h"
 #include "core/bf16.h"
+#include "bf16_values.h"
 #include "grad_check.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/op_table.h"
@@ -20,19 +21,6 @@ using namespace mlpd;
 using namespace mlpd::test;
 
 namespace {
-
-std::vector<float> rounded(std::vector<float> v) {
-  for (float& x : v) x = round_to_bf16(x);
-  return v;
-}
-
-bool is_bf16(float x) { return (f32_bits(x) & 0xffffu) == 0; }
-
-size_t count_not_bf16(const std::vector<float>& v) {
-  size_t n = 0;
-  for (float x : v) n += is_bf16(x) ? 0 : 1;
-  return n;
-}
 
 // Bitwise equality (NaN payloads included), with the first difference named.
 ::testing::AssertionResult same_bits(const std::vector<float>& got, const std::vector<float>& want) {
