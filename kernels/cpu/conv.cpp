@@ -252,10 +252,10 @@ bool g_bf16_direct_enabled = true;
 // bf16 operands (kernels/op_table_bf16.cpp), measured with bench_conv_bf16 (GF/s by thread CPU
 // time, batch 64 unless said, one thread): against the other bf16 path (operands rounded into
 // copies, then the fp32 convolution) the bf16 kernel wins every 3x3 ResNet-20 shape with 16-64
-// channels in all three passes (28x28x16->16: fwd 100 -> 195, bwdD 100 -> 194, bwdW 110 -> 165;
-// 7x7x64->64: fwd 112 -> 223, bwdD 112 -> 222, bwdW 132 -> 183), the 1x1 stride-2 projections in
-// all three (14x14x32->64: fwd 57 -> 110, bwdD 58 -> 88, bwdW 72 -> 123) and 3x3 forward from 3
-// input channels up (batch 16, 64x64x3->16: 71 -> 86; x4: 76 -> 128; x8: 83 -> 153). Not picked:
+// channels in all three passes (28x28x16->16: fwd 98 -> 191, bwdD 98 -> 190, bwdW 102 -> 194;
+// 7x7x64->64: fwd 112 -> 224, bwdD 111 -> 221, bwdW 132 -> 187), the 1x1 stride-2 projections in
+// all three (14x14x32->64: fwd 57 -> 117, bwdD 58 -> 121, bwdW 72 -> 133) and 3x3 forward from 3
+// input channels up (batch 16, 64x64x3->16: 73 -> 91; x4: 76 -> 133; x8: 81 -> 155). Not picked:
 //  - forward from one input channel (the mini stem): half of every pair is the zero that
 //    completes it (28x28x1->16: 50 rounded vs 42);
 //  - backward weights with fewer than 8 input channels, as in the fp32 rule (too few rows per

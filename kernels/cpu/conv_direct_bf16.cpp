@@ -17,10 +17,11 @@
 //                     reads padded row oh * s + kh. The padding makes every tap's pixel range the
 //                     whole output, so nothing is clipped.
 // Operands are rounded to bf16 (nearest even) as they are packed, so the op takes fp32 inputs as
-// the fp32 op does. What a pass overwrites (y; dx unless it accumulates) is rounded to bf16 in
-// registers as it is stored, the bf16 table's contract, which saves the table a pass over the
-// output; what it accumulates into (dw, dx when asked) stays fp32. bf16 products are exact in fp32: the result equals a convolution of rounded
-// operands up to the order of the fp32 sums (and vdpbf16ps reads denormal bf16 inputs as zero).
+// the fp32 op does. bf16 products are exact in fp32: the sums equal a convolution of rounded
+// operands up to their order (and vdpbf16ps reads denormal bf16 inputs as zero). What a pass
+// overwrites (y; dx unless it accumulates) is rounded to bf16 in registers as it is stored, the
+// bf16 table's contract, which saves the table a pass over the output; what it accumulates into
+// (dw, dx when asked) stays fp32.
 // All loops run in a fixed order: results are bit-identical run to run.
 #include <algorithm>
 #include <array>
@@ -56,7 +57,8 @@ size_t bwd_data_words(const ConvDims& d) {
          size_t(d.k) * d.k * pairs(d.c_out) * d.c_in + 32;
 }
 size_t bwd_weights_words(const ConvDims& d) {
-  return size_t(d.h + 2 * d.pad) * (d.w + 2 * d.pad) * d.c_in + 32 + size_t(pairs(d.out_h())) * d.out_w() * d.c_out + 32;
+  return size_t(d.h + 2 * d.pad) * (d.w + 2 * d.pad) * d.c_in + 32 +
+         size_t(pairs(d.out_h())) * d.out_w() * d.c_out + 32;
 }
 
 #ifdef MLPD_CONV_BF16_NATIVE

@@ -36,8 +36,9 @@ void direct_conv_backward_weights(const ConvDims& d, const float* x, const float
 // The CPU convolution of the bf16 op table (kernels/op_table_bf16.cpp) where
 // conv_bf16_use_direct() picks it. Takes fp32 operands and rounds them to bf16 as it packs them.
 // What a pass overwrites (y; dx unless accumulating) leaves it rounded to bf16; dw accumulates in
-// fp32, as in the fp32 passes, and so does an accumulating dx. Needs avx512bf16 (-march=native on Zen 4, Cooper Lake,
-// Sapphire Rapids and later); without it direct_conv_bf16_supported() is always false.
+// fp32, as in the fp32 passes, and so does an accumulating dx. Needs avx512bf16 (-march=native
+// on Zen 4, Cooper Lake, Sapphire Rapids and later); without it direct_conv_bf16_supported() is
+// always false.
 bool direct_conv_bf16_supported(const ConvDims& d, ConvPass pass);
 size_t direct_conv_bf16_scratch_floats(const ConvDims& d);
 void direct_conv_bf16_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena);
@@ -53,7 +54,7 @@ bool conv_use_direct(const ConvDims& d, ConvPass pass);
 void conv_set_direct_enabled(bool enabled);
 
 // The bf16 table's rule: whether a bf16 convolution pass runs on the bf16 direct kernel (else
-// on the fp32 convolution of operands rounded to bf16). Measured with bench_conv.
+// on the fp32 convolution of operands rounded to bf16). Measured with bench_conv_bf16.
 bool conv_bf16_use_direct(const ConvDims& d, ConvPass pass);
 // Benchmark and test switch: with false, conv_bf16_use_direct() always answers false. Default true.
 void conv_bf16_set_direct_enabled(bool enabled);
