@@ -226,13 +226,7 @@ WTileFn wtile_fn(int r, int v) { return v == 1 ? kWTile1[r - 1] : kWTile2[r - 1]
 
 bool direct_conv_bf16_supported(const ConvDims& d, ConvPass pass) {
 #ifdef MLPD_CONV_BF16_NATIVE
-  if (d.k < 1 || d.k * d.k > kMaxTaps || d.stride < 1 || d.pad < 0) return false;
-  switch (pass) {
-    case ConvPass::forward: return d.c_out % 16 == 0;
-    case ConvPass::backward_data: return d.c_in % 16 == 0;
-    case ConvPass::backward_weights: return d.c_out % 16 == 0;
-  }
-  return false;
+  return tiles_fit(d, pass);
 #else
   (void)d;
   (void)pass;

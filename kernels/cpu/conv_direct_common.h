@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "kernels/cpu/conv_paths.h"
 #include "kernels/ops.h"
 
 namespace mlpd::direct_conv {
@@ -13,6 +14,18 @@ inline int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b)
 inline int ceil_div(int a, int b) { return -floor_div(-a, b); }
 
 constexpr int kMaxTaps = 64;  // k <= 8 for the direct paths
+
+// The shapes the register tiles take (either kernel, where it is compiled): at most kMaxTaps taps,
+// and the channels a pass vectorises over (its output's) in multiples of 16.
+inline bool tiles_fit(const ConvDims& d, ConvPass pass) {
+  if (d.k < 1 || d.k * d.k > kMaxTaps || d.stride < 1 || d.pad < 0) return false;
+  switch (pass) {
+    case ConvPass::forward: return d.c_out % 16 == 0;
+    case ConvPass::backward_data: return d.c_in % 16 == 0;
+    case ConvPass::backward_weights: return d.c_out % 16 == 0;
+  }
+  return false;
+}
 
 // Zero border of the padded dy image in backward data: k on each side covers every tap of every
 // parity class (see the bounds in the comment of parity_class).
