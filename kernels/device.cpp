@@ -166,12 +166,17 @@ void synchronize(Device d) {
 }
 
 float* DeviceBuffers::floats(size_t n) {
+  bytes += n * sizeof(float);
   if (device == Device::cpu) {
     host.emplace_back(n, 0.0f);
     return host.back().data();
   }
   on_device.push_back(alloc_on(device, n * sizeof(float)));
   return as<float>(on_device.back());
+}
+
+uint16_t* DeviceBuffers::halves(size_t n) {
+  return reinterpret_cast<uint16_t*>(floats((n + 1) / 2));
 }
 
 void place_store_on(ParamStore& s, Device d) {

@@ -3,6 +3,7 @@
 // the host touches device memory only through these copies (input batches in, logged values out).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <deque>
 #include <string>
@@ -48,7 +49,9 @@ struct DeviceBuffers {
   Device device = Device::cpu;
   std::deque<std::vector<float>> host;
   std::vector<DeviceBytes> on_device;
+  size_t bytes = 0;  // all of them together: what a model's activations take (bench_train prints it)
   float* floats(size_t n);
+  uint16_t* halves(size_t n);  // room for n bf16 values (--precision bf16 storage)
 };
 
 // Copies between host and `d` (plain memcpy on the CPU). to_device is queued behind the compute

@@ -1,5 +1,5 @@
-// bf16 rounding (kernels/op_signatures.inc: bf16_round*, bf16_pack_rows): the bit trick of core/bf16.h, which the
-// compiler vectorizes.
+// bf16 rounding and widening (kernels/op_signatures.inc: bf16_round*, bf16_pack_rows,
+// bf16_unpack_rows): the bit tricks of core/bf16.h, which the compiler vectorizes.
 #include <cstddef>
 
 #include "core/bf16.h"
@@ -20,6 +20,14 @@ void bf16_pack_rows(const float* x, int rows, int width, int ld_x, uint16_t* y, 
     const float* xr = x + size_t(r) * ld_x;
     uint16_t* yr = y + size_t(r) * ld_y;
     for (int j = 0; j < width; ++j) yr[j] = f32_to_bf16(xr[j]);
+  }
+}
+
+void bf16_unpack_rows(const uint16_t* x, int rows, int width, int ld_x, float* y, int ld_y) {
+  for (int r = 0; r < rows; ++r) {
+    const uint16_t* xr = x + size_t(r) * ld_x;
+    float* yr = y + size_t(r) * ld_y;
+    for (int j = 0; j < width; ++j) yr[j] = bf16_to_f32(xr[j]);
   }
 }
 

@@ -1,4 +1,4 @@
-// bf16 rounding on the GPU (kernels/op_signatures.inc: bf16_round*, bf16_pack_rows): grid-stride
+// bf16 rounding on the GPU (kernels/op_signatures.inc: bf16_round*, bf16_*pack_rows): grid-stride
 // loops over the rounding of core/bf16.h, so both devices give the same bits.
 #include <type_traits>
 
@@ -30,6 +30,15 @@ __global__ void bf16_rows_kernel(const float* x, int rows, int width, int ld_x, 
   }
 }
 
+__global__ void bf16_unpack_kernel(const uint16_t* x, int rows, int width, int ld_x, float* y, int ld_y) {
+  const size_t total = size_t(rows) * width;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const size_t r = i / width, c = i % width;
+    y[r * ld_y + c] = bf16_to_f32(x[r * ld_x + c]);
+  }
+}
+
 template <class Out>
 void bf16_rows(const float* x, int rows, int width, int ld_x, Out* y, int ld_y) {
   if (rows <= 0 || width <= 0) return;
@@ -51,6 +60,12 @@ void bf16_round_rows(const float* x, int rows, int width, int ld_x, float* y, in
 
 void bf16_pack_rows(const float* x, int rows, int width, int ld_x, uint16_t* y, int ld_y) {
   bf16_rows(x, rows, width, ld_x, y, ld_y);
+}
+
+void bf16_unpack_rows(const uint16_t* x, int rows, int width, int ld_x, float* y, int ld_y) {
+  if (rows <= 0 || width <= 0) return;
+  bf16_unpack_kernel<<<blocks_for(size_t(rows) * width), kThreads, 0, stream()>>>(x, rows, width, ld_x, y, ld_y);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace mlpd::cuda

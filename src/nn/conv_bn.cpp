@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -20,34 +21,83 @@ ConvBn make_conv_bn(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, c
   u.out_per_image = size_t(u.out_h) * u.out_w * c_out;
   u.bn = make_batchnorm(s, name + ".bn", c_out, int64_t(u.out_h) * u.out_w, spec.bn_momentum, spec.bn_eps);
   const size_t act = u.out_per_image * size_t(spec.max_batch);
+  MLPD_CHECK(u.out_per_image <= size_t(std::numeric_limits<int>::max()), "conv_bn: output too large at " + name);
   u.conv.x = x;
-  u.conv.y = buf.floats(act);
-  u.bn.x = u.conv.y;
+  if (spec.precision == Precision::bf16) {
+    u.conv_y16 = buf.halves(act);
+  } else {
+    u.conv.y = buf.floats(act);
+    u.bn.x = u.conv.y;
+  }
   u.bn.y = buf.floats(act);
   u.bn.relu = relu;
   u.bn.save_mean = buf.floats(size_t(2) * c_out);
   u.bn.save_invstd = u.bn.save_mean + c_out;
-  u.dconv = buf.floats(act);
   return u;
 }
 
+namespace {
+
+// n images of the unit's conv output as bf16 <-> fp32 (rows of out_per_image values).
+void pack_conv_output(const OpTable& o, const ConvBn& u, int n, const float* y) {
+  const int w = static_cast<int>(u.out_per_image);
+  o.bf16_pack_rows(y, n, w, w, u.conv_y16, w);
+}
+void unpack_conv_output(const OpTable& o, const ConvBn& u, int n, float* y) {
+  const int w = static_cast<int>(u.out_per_image);
+  o.bf16_unpack_rows(u.conv_y16, n, w, w, y, w);
+}
+
+size_t arena_rounded(size_t floats) { return (floats + 15) / 16 * 16; }  // arena_floats' 64-byte alignment
+
+}  // namespace
+
 void forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, bool train) {
-  forward(o, u.conv, s, a, n);
-  forward(o, u.bn, s, n, train);
+  if (!u.conv_y16) {
+    forward(o, u.conv, s, a, n);
+    forward(o, u.bn, s, n, train);
+    return;
+  }
+  // The bf16 table rounds the conv's output, so packing it loses nothing; an fp32 table would not.
+  MLPD_CHECK(o.precision == Precision::bf16, "conv_bn: a unit built for bf16 storage run with an fp32 op table");
+  ArenaScope scope(a);
+  Conv2d conv = u.conv;
+  conv.y = arena_floats(a, size_t(n) * u.out_per_image);
+  forward(o, conv, s, a, n);
+  pack_conv_output(o, u, n, conv.y);
+  BatchNorm bn = u.bn;
+  bn.x = conv.y;
+  forward(o, bn, s, n, train);
 }
 
 void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
               bool accumulate_dx, const ReadyFn& ready) {
-  backward(o, u.bn, s, a, n, dy, u.dconv);
+  ArenaScope scope(a);
+  float* dconv = arena_floats(a, size_t(n) * u.out_per_image);
+  {
+    ArenaScope bn_scope(a);
+    BatchNorm bn = u.bn;
+    if (u.conv_y16) {
+      float* x = arena_floats(a, size_t(n) * u.out_per_image);
+      unpack_conv_output(o, u, n, x);
+      bn.x = x;
+    }
+    backward(o, bn, s, a, n, dy, dconv);
+  }
   ready(u.bn.beta);
   ready(u.bn.gamma);
-  backward(o, u.conv, s, a, n, u.dconv, dx, accumulate_dx);
+  backward(o, u.conv, s, a, n, dconv, dx, accumulate_dx);
   ready(u.conv.w);
 }
 
 size_t scratch_floats(const OpTable& o, const ConvBn& u, int n) {
-  // BN backward takes 4*c doubles; keep a margin for the arena's alignment.
-  return std::max(scratch_floats(o, u.conv, n), size_t(8) * u.c_out + 64);
+  const size_t act = arena_rounded(size_t(n) * u.out_per_image) + 16;  // + an alignment step
+  const size_t fp32_output = u.conv_y16 ? act : 0;  // bf16 storage: the conv's output as fp32
+  const size_t conv = scratch_floats(o, u.conv, n);
+  const size_t bn_backward = size_t(8) * u.c_out + 64;  // 4*c doubles, and a margin for the alignment
+  const size_t fwd = fp32_output + conv;
+  const size_t bwd = act + std::max(fp32_output + bn_backward, conv);  // act: the gradient at the conv's output
+  return std::max(fwd, bwd);
 }
 
 void init_conv_bn(const ConvBn& u, ParamStore& s, uint64_t seed, bool zero_gamma) {

@@ -1,7 +1,11 @@
 // Convolution + batch norm (+ ReLU) units and ResNet basic blocks as building blocks of CNN
-// backbones (the ssd backbone and its extra layers). Each unit owns its output and the buffer of
-// the gradient at its convolution's output, allocated once at build from the model's
-// DeviceBuffers, so backward needs no pool of scratch buffers.
+// backbones (resnet, the ssd and maskrcnn backbones and ssd's extra layers, the minigo tower).
+// Each unit owns its output and its convolution's output (what the BN's backward reads), allocated
+// once at build from the model's DeviceBuffers. The gradient at the convolution's output lives only
+// inside the unit's backward, so it is Arena scratch, shared by all units.
+//
+// With --precision bf16 a unit keeps its convolution's output as bf16 (half the bytes): the bf16
+// convolution already rounds it to bf16 values, so nothing is lost; its BN reads it widened.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +15,7 @@
 
 #include "core/arena.h"
 #include "core/param_store.h"
+#include "core/precision.h"
 #include "kernels/device.h"
 #include "nn/layers.h"
 
@@ -22,6 +27,7 @@ struct ConvBnSpec {
   int max_batch = 1;
   float bn_momentum = 0.9f;
   float bn_eps = 1e-5f;
+  Precision precision = Precision::fp32;  // the run's: bf16 stores the conv outputs as bf16
 };
 
 struct ConvBn {
@@ -29,7 +35,9 @@ struct ConvBn {
   BatchNorm bn;         // bn.y is the unit's output; bn.relu fuses the ReLU (and bn.residual the add)
   int out_h = 0, out_w = 0, c_out = 0;
   size_t out_per_image = 0;
-  float* dconv = nullptr;  // gradient at the conv's output (the BN's input), [max_batch, out_per_image]
+  // bf16 storage: the conv's output [max_batch, out_per_image] as bf16, and conv.y, bn.x are null
+  // (each pass points them at Arena scratch); fp32: null, and conv.y == bn.x is the output.
+  uint16_t* conv_y16 = nullptr;
 };
 
 // Registers conv weight, gamma, beta (in that order) and the running statistics.

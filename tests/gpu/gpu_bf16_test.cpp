@@ -45,6 +45,12 @@ TEST_F(GpuTest, Bf16RoundingHasTheCpuBits) {
   cpu().bf16_pack_rows(src.data(), rows, width, ld_x, packed.data(), ld_y);
   gpu().bf16_pack_rows(gsrc.get(), rows, width, ld_x, gpacked.get(), ld_y);
   EXPECT_EQ(gpacked.download(), packed) << "bf16_pack_rows";
+
+  std::vector<float> widened(size_t(rows) * ld_x, 5.0f);
+  DeviceBuffer<float> gwidened(widened);
+  cpu().bf16_unpack_rows(packed.data(), rows, width, ld_y, widened.data(), ld_x);
+  gpu().bf16_unpack_rows(gpacked.get(), rows, width, ld_y, gwidened.get(), ld_x);
+  EXPECT_TRUE(same_bits("bf16_unpack_rows", gwidened.download(), widened));
 }
 
 // The op itself on packed operands: both devices sum exact products in fp32, in different orders.

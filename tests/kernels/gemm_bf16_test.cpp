@@ -189,6 +189,34 @@ TEST(Bf16Pack, StoresTheRoundedBitsAndLeavesTheGaps) {
   EXPECT_TRUE(std::isnan(bf16_to_f32(y[3])));
 }
 
+TEST(Bf16Unpack, WidensEveryBitPatternExactlyAndLeavesTheGaps) {
+  // All 65536 bf16 bit patterns, as 256 rows of 256 inside wider rows on both sides.
+  const int rows = 256, width = 256, ld_x = 259, ld_y = 261;
+  std::vector<uint16_t> x(size_t(rows) * ld_x, 0);
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < width; ++j) x[size_t(r) * ld_x + j] = static_cast<uint16_t>(r * width + j);
+  std::vector<float> y(size_t(rows) * ld_y, 7.0f);
+  cpu_ops().bf16_unpack_rows(x.data(), rows, width, ld_x, y.data(), ld_y);
+  for (int r = 0; r < rows; ++r) {
+    for (int j = 0; j < ld_y; ++j) {
+      const float got = y[size_t(r) * ld_y + j];
+      const uint32_t want = j < width ? uint32_t(r * width + j) << 16 : f32_bits(7.0f);
+      ASSERT_EQ(f32_bits(got), want) << "row " << r << " col " << j;
+    }
+  }
+  // Packing what was unpacked gives every non-NaN pattern back (packing quiets a NaN).
+  std::vector<uint16_t> again(x.size(), 0);
+  cpu_ops().bf16_pack_rows(y.data(), rows, width, ld_y, again.data(), ld_x);
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < width; ++j) {
+      const uint16_t h = x[size_t(r) * ld_x + j];
+      const bool nan = (h & 0x7fffu) > 0x7f80u;
+      if (!nan) {
+        ASSERT_EQ(again[size_t(r) * ld_x + j], h) << "pattern " << h;
+      }
+    }
+}
+
 TEST(BiasGrad, AddsTheColumnSums) {
   const int n = 7, out = 5;
   const std::vector<float> dy = small_integers(size_t(n) * out, 8);

@@ -344,7 +344,7 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
   n.ops = &ops_for(spec.device, spec.precision);
   n.buffers.device = spec.device;
   const size_t first_view = s.views.size();
-  const nn::ConvBnSpec cb{spec.max_batch, spec.bn_momentum, spec.bn_eps};
+  const nn::ConvBnSpec cb{spec.max_batch, spec.bn_momentum, spec.bn_eps, spec.precision};
   const size_t mb = size_t(spec.max_batch);
   n.input_per_image = size_t(spec.in_h) * spec.in_w * spec.in_c;
   n.input = n.buffers.floats(n.input_per_image * mb);

@@ -42,7 +42,7 @@ std::unique_ptr<MinigoNet> build_minigo_net(const MinigoNetSpec& spec, ParamStor
   n.buffers.device = spec.device;
   const size_t mb = size_t(spec.max_batch);
   const int b = spec.board, cells = b * b;
-  const nn::ConvBnSpec cb{spec.max_batch, spec.bn_momentum, spec.bn_eps};
+  const nn::ConvBnSpec cb{spec.max_batch, spec.bn_momentum, spec.bn_eps, spec.precision};
   const size_t first_view = s.views.size();
   n.input_per_image = size_t(cells) * spec.planes;
   n.input = n.buffers.floats(n.input_per_image * mb);

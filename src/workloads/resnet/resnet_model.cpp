@@ -42,7 +42,7 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
   net->ops = &ops_for(spec.device, spec.precision);
   net->buffers.device = spec.device;
   const size_t mb = size_t(spec.max_batch);
-  const nn::ConvBnSpec cb{spec.max_batch, spec.bn_momentum, spec.bn_epsilon};
+  const nn::ConvBnSpec cb{spec.max_batch, spec.bn_momentum, spec.bn_epsilon, spec.precision};
   const size_t first_param = s.views.size();
   net->input_per_image = size_t(spec.in_h) * spec.in_w * spec.in_c;
   net->input = net->buffers.floats(net->input_per_image * mb);
