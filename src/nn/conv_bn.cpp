@@ -48,7 +48,8 @@ void unpack_conv_output(const OpTable& o, const ConvBn& u, int n, float* y) {
   o.bf16_unpack_rows(u.conv_y16, n, w, w, y, w);
 }
 
-size_t arena_rounded(size_t floats) { return (floats + 15) / 16 * 16; }  // arena_floats' 64-byte alignment
+// What arena_floats(count) may take of an arena (its 64-byte alignment), with a step to spare.
+size_t arena_span(size_t count) { return (count + 15) / 16 * 16 + 16; }
 
 }  // namespace
 
@@ -91,7 +92,7 @@ void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n,
 }
 
 size_t scratch_floats(const OpTable& o, const ConvBn& u, int n) {
-  const size_t act = arena_rounded(size_t(n) * u.out_per_image) + 16;  // + an alignment step
+  const size_t act = arena_span(size_t(n) * u.out_per_image);
   const size_t fp32_output = u.conv_y16 ? act : 0;  // bf16 storage: the conv's output as fp32
   const size_t conv = scratch_floats(o, u.conv, n);
   const size_t bn_backward = size_t(8) * u.c_out + 64;  // 4*c doubles, and a margin for the alignment
@@ -147,9 +148,6 @@ ResidualBlock make_residual_block(ParamStore& s, DeviceBuffers& buf, const ConvB
   blk.out_h = ch;
   blk.out_w = cw;
   blk.c_out = cc;
-  blk.dout_masked = buf.floats(blk.out_per_image * size_t(spec.max_batch));
-  for (size_t i = 0; i + 1 < blk.main.size(); ++i)
-    blk.dunit.push_back(buf.floats(blk.main[i].out_per_image * size_t(spec.max_batch)));
   return blk;
 }
 
@@ -172,8 +170,10 @@ void forward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& a
 
 void backward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
               bool accumulate_dx, const ReadyFn& ready) {
+  // The gradients inside the block are scratch: g, then the one at each unit's output.
+  ArenaScope scope(a);
   // The final ReLU's mask applies to both the main path and the shortcut.
-  float* g = blk.dout_masked;
+  float* g = arena_floats(a, blk.out_per_image * size_t(n));
   o.relu_backward(blk.out, dy, g, blk.out_per_image * size_t(n));
   if (blk.has_proj) {
     backward(o, blk.proj, s, a, n, g, dx, accumulate_dx, ready);
@@ -187,16 +187,19 @@ void backward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& 
     if (i == 0) {
       backward(o, blk.main[0], s, a, n, d, dx, true, ready);
     } else {
-      backward(o, blk.main[i], s, a, n, d, blk.dunit[i - 1], false, ready);
-      d = blk.dunit[i - 1];
+      float* dunit = arena_floats(a, blk.main[i - 1].out_per_image * size_t(n));
+      backward(o, blk.main[i], s, a, n, d, dunit, false, ready);
+      d = dunit;
     }
   }
 }
 
 size_t scratch_floats(const OpTable& o, const ResidualBlock& blk, int n) {
-  size_t f = blk.has_proj ? scratch_floats(o, blk.proj, n) : 0;
-  for (const ConvBn& u : blk.main) f = std::max(f, scratch_floats(o, u, n));
-  return f;
+  size_t units = blk.has_proj ? scratch_floats(o, blk.proj, n) : 0;
+  for (const ConvBn& u : blk.main) units = std::max(units, scratch_floats(o, u, n));
+  size_t gradients = arena_span(blk.out_per_image * size_t(n));
+  for (size_t i = 0; i + 1 < blk.main.size(); ++i) gradients += arena_span(blk.main[i].out_per_image * size_t(n));
+  return gradients + units;
 }
 
 void init_residual_block(const ResidualBlock& blk, ParamStore& s, uint64_t seed, bool zero_init_residual) {
@@ -241,7 +244,13 @@ Backbone make_backbone(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec
 namespace {
 
 void append_block(Backbone& b, DeviceBuffers& buf, const ConvBnSpec& spec, ResidualBlock blk) {
-  b.dblock_in.push_back(buf.floats(blk.in_per_image * size_t(spec.max_batch)));
+  // Block i's input gradient is read only by block i - 1's backward, so two buffers take turns.
+  const size_t floats = blk.in_per_image * size_t(spec.max_batch);
+  if (floats > b.dblock_in_floats) {  // blocks are added in order, so this is rare (a wider block)
+    b.dblock_in_floats = floats;
+    b.dblock_in[0] = buf.floats(floats);
+    b.dblock_in[1] = buf.floats(floats);
+  }
   b.flops += flops_per_image(blk);
   b.out = blk.out;
   b.out_h = blk.out_h, b.out_w = blk.out_w, b.out_c = blk.c_out;
@@ -273,11 +282,12 @@ void backward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int 
 void backward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, const float* dy, const ReadyFn& ready,
               const std::vector<const float*>& block_dy) {
   for (size_t i = b.blocks.size(); i-- > 0;) {
-    backward(o, b.blocks[i], s, a, n, dy, b.dblock_in[i], false, ready);
-    dy = b.dblock_in[i];
-    // dblock_in[i] is the gradient at block i - 1's output.
+    float* dx = b.dblock_in[i % 2];  // not block i's dy, which is the other one (or the caller's)
+    backward(o, b.blocks[i], s, a, n, dy, dx, false, ready);
+    dy = dx;
+    // dx is the gradient at block i - 1's output.
     if (i > 0 && i - 1 < block_dy.size() && block_dy[i - 1])
-      o.add_forward(b.dblock_in[i], block_dy[i - 1], b.dblock_in[i], size_t(n) * b.blocks[i - 1].out_per_image);
+      o.add_forward(dx, block_dy[i - 1], dx, size_t(n) * b.blocks[i - 1].out_per_image);
   }
   if (b.has_maxpool) {
     backward(o, b.pool, n, dy, b.dpool_in);

@@ -64,9 +64,7 @@ struct ResidualBlock {
   bool has_proj = false;
   ConvBn proj;
   const float* in = nullptr;
-  float* out = nullptr;          // the last unit's bn.y
-  float* dout_masked = nullptr;  // the output gradient through the final ReLU
-  std::vector<float*> dunit;     // gradient at unit i's output, for i < main.size() - 1
+  float* out = nullptr;  // the last unit's bn.y
   size_t in_per_image = 0, out_per_image = 0;
   int out_h = 0, out_w = 0, c_out = 0;
 };
@@ -103,7 +101,8 @@ struct Backbone {
   MaxPool pool;
   float* dpool_in = nullptr;  // gradient at the stem's output when the pool follows
   std::vector<ResidualBlock> blocks;
-  std::vector<float*> dblock_in;  // gradient at each block's input
+  float* dblock_in[2] = {nullptr, nullptr};  // gradients at block inputs, block i's in [i % 2]
+  size_t dblock_in_floats = 0;
   const float* out = nullptr;     // the last part's output
   int out_h = 0, out_w = 0, out_c = 0;
   double flops = 0.0;             // forward, per image

@@ -92,6 +92,9 @@ struct WorkloadFacts {
   int64_t steps_per_epoch = 0;        // nominal: what LR schedules count epochs in
   int eval_every_epochs = 1;
   double flops_per_sample = 0.0;      // forward+backward, for throughput figures
+  // Memory this rank's model holds on its device, for bench_train (0: the workload does not say).
+  int64_t activation_bytes = 0;       // activation and gradient buffers
+  int64_t scratch_bytes = 0;          // its Arena
   EvalKind eval_kind = EvalKind::Sums;
   std::vector<LoggedParam> logged_params;
 };

@@ -843,6 +843,8 @@ double maskrcnn_backbone_flops(const MaskRcnn& n) { return n.backbone_flops; }
 double maskrcnn_box_flops_per_roi(const MaskRcnn& n) { return n.box_flops; }
 double maskrcnn_mask_flops_per_roi(const MaskRcnn& n) { return n.mask_flops; }
 
+size_t maskrcnn_activation_bytes(const MaskRcnn& net) { return net.buffers.bytes; }
+
 }  // namespace mlpd
 
 void std::default_delete<mlpd::MaskRcnn>::operator()(mlpd::MaskRcnn* p) const { delete p; }

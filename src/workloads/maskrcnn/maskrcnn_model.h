@@ -121,6 +121,8 @@ void maskrcnn_backward(MaskRcnn& net, ParamStore& store, Arena& arena, const Mas
                        const std::function<void(size_t)>& ready);
 
 std::string maskrcnn_summary(const MaskRcnn& net);
+// Bytes of the model's activation and gradient buffers on its device (DeviceBuffers).
+size_t maskrcnn_activation_bytes(const MaskRcnn& net);
 // Forward FLOPs (2 * multiply-adds) of one image through backbone and RPN, and per RoI of each head.
 double maskrcnn_backbone_flops(const MaskRcnn& net);
 double maskrcnn_box_flops_per_roi(const MaskRcnn& net);

@@ -255,6 +255,8 @@ std::unique_ptr<Workload> make_maskrcnn_workload(const WorkloadContext& ctx, con
   f.logged_params.push_back({keys::kMaxImageSize, std::max(s.train.h, s.train.w), nullptr});
   arena_init_on(ctx.device, s.arena, maskrcnn_arena_bytes(*s.net));
   s.buffers = make_step_buffers(*s.net);
+  f.activation_bytes = int64_t(maskrcnn_activation_bytes(*s.net) + s.buffers.device.bytes);
+  f.scratch_bytes = int64_t(s.arena.capacity);
   return w;
 }
 

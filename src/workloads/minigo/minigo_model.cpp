@@ -140,6 +140,8 @@ std::string minigo_summary(const MinigoNet& n) {
 
 double minigo_flops_per_position(const MinigoNet& n) { return n.flops; }
 
+size_t minigo_activation_bytes(const MinigoNet& net) { return net.buffers.bytes; }
+
 }  // namespace mlpd
 
 void std::default_delete<mlpd::MinigoNet>::operator()(mlpd::MinigoNet* p) const { delete p; }

@@ -46,6 +46,8 @@ MinigoOutputs minigo_forward(MinigoNet& net, ParamStore& store, Arena& arena, co
 void minigo_backward(MinigoNet& net, ParamStore& store, Arena& arena, const float* dpolicy, const float* dvalue,
                      int n, const std::function<void(size_t)>& ready);
 std::string minigo_summary(const MinigoNet& net);
+// Bytes of the model's activation and gradient buffers on its device (DeviceBuffers).
+size_t minigo_activation_bytes(const MinigoNet& net);
 double minigo_flops_per_position(const MinigoNet& net);  // forward
 
 }  // namespace mlpd

@@ -325,6 +325,8 @@ std::unique_ptr<Workload> make_minigo_workload(const WorkloadContext& ctx, const
   const size_t moves = size_t(spec.moves());
   arena_init_on(ctx.device, s.arena,
                 minigo_arena_bytes(*s.net, spec.max_batch) + s.ops->minigo_loss_scratch_floats(s.span) * sizeof(float) + 4096);
+  f.activation_bytes = int64_t(minigo_activation_bytes(*s.net));
+  f.scratch_bytes = int64_t(s.arena.capacity);
   s.x.assign(size_t(s.span) * s.net_input_floats(), 0.0f);
   s.target_policy.assign(size_t(s.span) * moves, 0.0f);
   s.target_value.assign(size_t(s.span), 0.0f);

@@ -131,6 +131,8 @@ std::string resnet_summary(const ResNet& net) {
 
 double resnet_flops_per_image(const ResNet& net) { return net.flops; }
 
+size_t resnet_activation_bytes(const ResNet& net) { return net.buffers.bytes; }
+
 }  // namespace mlpd
 
 void std::default_delete<mlpd::ResNet>::operator()(mlpd::ResNet* p) const { delete p; }

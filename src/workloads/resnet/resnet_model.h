@@ -52,6 +52,8 @@ void resnet_backward(ResNet& net, ParamStore& store, Arena& arena, const float* 
                      const std::function<void(size_t)>& on_grad_ready);
 // One line: variant, parameter count, forward FLOPs per image.
 std::string resnet_summary(const ResNet& net);
+// Bytes of the model's activation and gradient buffers on its device (DeviceBuffers).
+size_t resnet_activation_bytes(const ResNet& net);
 // Forward multiply-adds x 2 per image (convolutions and the linear layer).
 double resnet_flops_per_image(const ResNet& net);
 

@@ -174,6 +174,8 @@ std::unique_ptr<Workload> make_resnet_workload(const WorkloadContext& ctx, const
   s->net = build_resnet(spec, s->store);
   finalize_params(s->store);
   arena_init_on(ctx.device, s->arena, resnet_arena_bytes(*s->net, s->span));
+  f.activation_bytes = int64_t(resnet_activation_bytes(*s->net));
+  f.scratch_bytes = int64_t(s->arena.capacity);
   f.model_summary = resnet_summary(*s->net);
   f.flops_per_sample = 3.0 * resnet_flops_per_image(*s->net);  // backward ~ 2x forward
 

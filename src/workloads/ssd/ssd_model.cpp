@@ -267,6 +267,8 @@ std::string ssd_summary(const Ssd& n) {
 
 double ssd_flops_per_image(const Ssd& n) { return n.flops; }
 
+size_t ssd_activation_bytes(const Ssd& net) { return net.buffers.bytes; }
+
 }  // namespace mlpd
 
 void std::default_delete<mlpd::Ssd>::operator()(mlpd::Ssd* p) const { delete p; }

@@ -75,6 +75,8 @@ SsdOutputs ssd_forward(Ssd& net, ParamStore& store, Arena& arena, const float* x
 void ssd_backward(Ssd& net, ParamStore& store, Arena& arena, const float* dconf, const float* dloc, int n,
                   const std::function<void(size_t)>& ready);
 std::string ssd_summary(const Ssd& net);
+// Bytes of the model's activation and gradient buffers on its device (DeviceBuffers).
+size_t ssd_activation_bytes(const Ssd& net);
 double ssd_flops_per_image(const Ssd& net);  // forward, 2 * multiply-adds
 
 }  // namespace mlpd

@@ -249,6 +249,8 @@ std::unique_ptr<Workload> make_ssd_workload(const WorkloadContext& ctx, const nl
                              s.ops->ssd_loss_scratch_floats(s.span, s.priors),
                              s.ops->ssd_detect_scratch_floats(s.span, s.priors, s.classes, s.cfg.pre_nms_topk)});
   arena_init_on(ctx.device, s.arena, std::max(ssd_arena_bytes(*s.net, s.span), scratch * sizeof(float) + 4096));
+  f.activation_bytes = int64_t(ssd_activation_bytes(*s.net));
+  f.scratch_bytes = int64_t(s.arena.capacity);
   s.priors_dev = alloc_on(ctx.device, sizeof(float) * P * 4);
   copy_to_device(ctx.device, s.priors_dev.get(), ssd_priors(*s.net).data(), sizeof(float) * P * 4);
   if (ctx.device != Device::cpu) {

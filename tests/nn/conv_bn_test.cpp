@@ -1,0 +1,135 @@
+// The CNN building blocks (src/nn/conv_bn.h) under --precision bf16: a unit that keeps its
+// convolution's output as bf16 gives bit for bit what the same unit gives keeping it in fp32 (the
+// bf16 convolution has already rounded it), in forward, backward and the running statistics, for
+// every kind of part of a backbone; and its buffers are smaller. (Its gradients against finite
+// differences are checked through the models that use it: resnet_test, ssd_model_test, ...)
+#include <gtest/gtest.h>
+
+#include <cblas.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/check.h"
+#include "core/param_store.h"
+#include "core/rng.h"
+#include "kernels/device.h"
+#include "nn/conv_bn.h"
+
+using namespace mlpd;
+
+namespace {
+
+constexpr int kBatch = 3, kSide = 12, kChannels = 3;
+
+// A stem with max pool, a basic block with an identity shortcut, a strided one with a projection,
+// and a bottleneck block; stored in fp32 or bf16.
+struct Net {
+  ParamStore store;
+  DeviceBuffers buffers;
+  std::vector<float> input;
+  nn::Backbone body;
+  Arena arena;
+  explicit Net(Precision storage) {
+    openblas_set_num_threads(1);
+    const nn::ConvBnSpec spec{kBatch, 0.9f, 1e-5f, storage};
+    input.resize(size_t(kBatch) * kSide * kSide * kChannels);
+    Rng r{5, 1};
+    for (float& v : input) v = r.normal();
+    body = nn::make_backbone(store, buffers, spec, input.data(), kSide, kSide, kChannels, 16, 3, 1, true);
+    nn::add_basic_block(body, store, buffers, spec, "a", 16, 1);
+    nn::add_basic_block(body, store, buffers, spec, "b", 32, 2);
+    nn::add_bottleneck_block(body, store, buffers, spec, "c", 8, 1);
+    finalize_params(store);
+    nn::init_backbone(body, store, 9, false);
+    // Non-trivial gammas and betas, so no BN is the identity.
+    for (size_t v = 0; v < store.views.size(); ++v) {
+      if (store.views[v].kind != ParamKind::bias) continue;
+      Rng g{17, v};
+      float* p = param_ptr(store, v);
+      for (size_t i = 0; i < store.views[v].count; ++i) p[i] += 0.3f * g.normal();
+    }
+    arena_init(arena, nn::scratch_floats(ops_for(Device::cpu, Precision::bf16), body, kBatch) * sizeof(float) + 4096);
+  }
+  size_t out_floats() const { return size_t(kBatch) * body.out_h * body.out_w * body.out_c; }
+  std::vector<float> out() const { return {body.out, body.out + out_floats()}; }
+  // A train step's forward and backward of the loss sum(out * dy) with a fixed dy.
+  void step(const OpTable& o) {
+    arena_reset(arena);
+    nn::forward(o, body, store, arena, kBatch, true);
+    std::vector<float> dy(out_floats());
+    Rng r{23, 0};
+    for (float& v : dy) v = r.normal();
+    nn::backward(o, body, store, arena, kBatch, dy.data(), [](size_t) {});
+  }
+};
+
+const OpTable& bf16_ops() { return ops_for(Device::cpu, Precision::bf16); }
+
+}  // namespace
+
+TEST(ConvBnBf16Storage, GivesTheBitsOfFp32StorageThroughEveryPartOfABackbone) {
+  Net fp32_storage(Precision::fp32), bf16_storage(Precision::bf16);
+  ASSERT_EQ(params_fingerprint(fp32_storage.store), params_fingerprint(bf16_storage.store));
+  for (int i = 0; i < 2; ++i) {  // two steps: the second starts from accumulated gradients
+    fp32_storage.step(bf16_ops());
+    bf16_storage.step(bf16_ops());
+    ASSERT_EQ(fp32_storage.out(), bf16_storage.out()) << "step " << i;
+    ASSERT_EQ(fp32_storage.store.grads, bf16_storage.store.grads) << "step " << i;
+    ASSERT_EQ(fp32_storage.store.state, bf16_storage.store.state) << "step " << i;  // running statistics
+  }
+  double norm = 0;
+  for (float g : bf16_storage.store.grads) norm += double(g) * g;
+  EXPECT_GT(norm, 0.0);
+  // Eval mode (the running statistics) as well.
+  nn::forward(bf16_ops(), fp32_storage.body, fp32_storage.store, fp32_storage.arena, kBatch, false);
+  nn::forward(bf16_ops(), bf16_storage.body, bf16_storage.store, bf16_storage.arena, kBatch, false);
+  EXPECT_EQ(fp32_storage.out(), bf16_storage.out());
+}
+
+TEST(ConvBnBf16Storage, HoldsEachConvOutputInHalfTheBytes) {
+  Net fp32_storage(Precision::fp32), bf16_storage(Precision::bf16);
+  size_t conv_outputs = 0;  // floats, over every unit of the backbone
+  auto add = [&](const nn::ConvBn& u) {
+    conv_outputs += u.out_per_image * kBatch;
+    EXPECT_NE(u.conv_y16, nullptr);
+    EXPECT_EQ(u.conv.y, nullptr);
+  };
+  const nn::Backbone& b = bf16_storage.body;
+  add(b.stem);
+  for (const nn::ResidualBlock& blk : b.blocks) {
+    for (const nn::ConvBn& u : blk.main) add(u);
+    if (blk.has_proj) add(blk.proj);
+  }
+  EXPECT_EQ(fp32_storage.body.stem.conv_y16, nullptr);
+  // Each output's bytes halve (odd counts round up to a whole float).
+  const size_t saved = fp32_storage.buffers.bytes - bf16_storage.buffers.bytes;
+  EXPECT_GE(saved, conv_outputs * sizeof(uint16_t) - 4 * (1 + 3 * b.blocks.size()));
+  EXPECT_LE(saved, conv_outputs * sizeof(uint16_t));
+}
+
+TEST(ConvBnBf16Storage, RefusesAnFp32OpTable) {
+  // An fp32 convolution's output is not a bf16 value: storing it so would lose bits unseen.
+  Net bf16_storage(Precision::bf16);
+  EXPECT_THROW(nn::forward(cpu_ops(), bf16_storage.body, bf16_storage.store, bf16_storage.arena, kBatch, true),
+               std::runtime_error);
+}
+
+TEST(ConvBnScratch, TheArenaSizeFromScratchFloatsIsEnoughAtEveryBatch) {
+  // scratch_floats(n) must cover a step of n (arena_floats throws past the capacity).
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    Net net(p);
+    const OpTable& o = ops_for(Device::cpu, p);
+    for (int n = 1; n <= kBatch; ++n) {
+      Arena a;
+      arena_init(a, nn::scratch_floats(o, net.body, n) * sizeof(float));
+      nn::forward(o, net.body, net.store, a, n, true);
+      std::vector<float> dy(net.out_floats(), 0.5f);
+      EXPECT_NO_THROW(nn::backward(o, net.body, net.store, a, n, dy.data(), [](size_t) {}))
+          << compute_precision_name(p) << " n " << n;
+    }
+  }
+}
