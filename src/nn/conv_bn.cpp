@@ -9,8 +9,13 @@
 
 namespace mlpd::nn {
 
-ConvBn make_conv_bn(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
-                    const float* x, int h, int w, int c_in, int c_out, int k, int stride, int pad, bool relu) {
+namespace {
+
+// A unit reading x (fp32) or x16 (another unit's bf16 output); output_bf16: only convolutions will
+// read its output, so it too may be kept as bf16 (bf16 storage only).
+ConvBn make_unit(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name, const float* x,
+                 const uint16_t* x16, int h, int w, int c_in, int c_out, int k, int stride, int pad, bool relu,
+                 bool output_bf16) {
   ConvBn u;
   u.conv = make_conv2d(s, name + ".conv", h, w, c_in, c_out, k, stride, pad, spec.max_batch);
   u.out_h = u.conv.dims.out_h();
@@ -22,30 +27,50 @@ ConvBn make_conv_bn(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, c
   u.bn = make_batchnorm(s, name + ".bn", c_out, int64_t(u.out_h) * u.out_w, spec.bn_momentum, spec.bn_eps);
   const size_t act = u.out_per_image * size_t(spec.max_batch);
   MLPD_CHECK(u.out_per_image <= size_t(std::numeric_limits<int>::max()), "conv_bn: output too large at " + name);
+  MLPD_CHECK(u.conv.dims.h * size_t(u.conv.dims.w) * c_in <= size_t(std::numeric_limits<int>::max()),
+             "conv_bn: input too large at " + name);
+  const bool bf16 = spec.precision == Precision::bf16;
+  MLPD_CHECK(bf16 || (!x16 && !output_bf16), "conv_bn: bf16 storage in an fp32 unit at " + name);
   u.conv.x = x;
-  if (spec.precision == Precision::bf16) {
+  u.x16 = x16;
+  if (bf16) {
     u.conv_y16 = buf.halves(act);
   } else {
     u.conv.y = buf.floats(act);
     u.bn.x = u.conv.y;
   }
-  u.bn.y = buf.floats(act);
+  if (output_bf16) {
+    u.y16 = buf.halves(act);
+  } else {
+    u.bn.y = buf.floats(act);
+  }
   u.bn.relu = relu;
   u.bn.save_mean = buf.floats(size_t(2) * c_out);
   u.bn.save_invstd = u.bn.save_mean + c_out;
   return u;
 }
 
+}  // namespace
+
+ConvBn make_conv_bn(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
+                    const float* x, int h, int w, int c_in, int c_out, int k, int stride, int pad, bool relu) {
+  return make_unit(s, buf, spec, name, x, nullptr, h, w, c_in, c_out, k, stride, pad, relu, false);
+}
+
 namespace {
 
-// n images of the unit's conv output as bf16 <-> fp32 (rows of out_per_image values).
-void pack_conv_output(const OpTable& o, const ConvBn& u, int n, const float* y) {
-  const int w = static_cast<int>(u.out_per_image);
-  o.bf16_pack_rows(y, n, w, w, u.conv_y16, w);
+size_t in_per_image(const ConvBn& u) { return size_t(u.conv.dims.h) * u.conv.dims.w * u.conv.dims.c_in; }
+
+// n images of per_image values, fp32 -> bf16 and back (rows of per_image values; sizes checked at build).
+void pack(const OpTable& o, const float* x, int n, size_t per_image, uint16_t* x16) {
+  const int w = static_cast<int>(per_image);
+  o.bf16_pack_rows(x, n, w, w, x16, w);
 }
-void unpack_conv_output(const OpTable& o, const ConvBn& u, int n, float* y) {
-  const int w = static_cast<int>(u.out_per_image);
-  o.bf16_unpack_rows(u.conv_y16, n, w, w, y, w);
+float* widened(const OpTable& o, Arena& a, const uint16_t* x16, int n, size_t per_image) {
+  const int w = static_cast<int>(per_image);
+  float* x = arena_floats(a, size_t(n) * per_image);
+  o.bf16_unpack_rows(x16, n, w, w, x, w);
+  return x;
 }
 
 // What arena_floats(count) may take of an arena (its 64-byte alignment), with a step to spare.
@@ -63,12 +88,15 @@ void forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, 
   MLPD_CHECK(o.precision == Precision::bf16, "conv_bn: a unit built for bf16 storage run with an fp32 op table");
   ArenaScope scope(a);
   Conv2d conv = u.conv;
+  if (u.x16) conv.x = widened(o, a, u.x16, n, in_per_image(u));
   conv.y = arena_floats(a, size_t(n) * u.out_per_image);
   forward(o, conv, s, a, n);
-  pack_conv_output(o, u, n, conv.y);
+  pack(o, conv.y, n, u.out_per_image, u.conv_y16);
   BatchNorm bn = u.bn;
   bn.x = conv.y;
+  if (u.y16) bn.y = arena_floats(a, size_t(n) * u.out_per_image);
   forward(o, bn, s, n, train);
+  if (u.y16) pack(o, bn.y, n, u.out_per_image, u.y16);
 }
 
 void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
@@ -78,26 +106,30 @@ void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n,
   {
     ArenaScope bn_scope(a);
     BatchNorm bn = u.bn;
-    if (u.conv_y16) {
-      float* x = arena_floats(a, size_t(n) * u.out_per_image);
-      unpack_conv_output(o, u, n, x);
-      bn.x = x;
-    }
+    if (u.conv_y16) bn.x = widened(o, a, u.conv_y16, n, u.out_per_image);
+    // The ReLU's mask, y > 0, is the same on the rounded y: rounding keeps a sign, and only a
+    // value below 2^-133 (a subnormal, which the ranks flush to zero) rounds to zero.
+    if (u.y16) bn.y = widened(o, a, u.y16, n, u.out_per_image);
     backward(o, bn, s, a, n, dy, dconv);
   }
   ready(u.bn.beta);
   ready(u.bn.gamma);
-  backward(o, u.conv, s, a, n, dconv, dx, accumulate_dx);
+  Conv2d conv = u.conv;
+  if (u.x16) conv.x = widened(o, a, u.x16, n, in_per_image(u));
+  backward(o, conv, s, a, n, dconv, dx, accumulate_dx);
   ready(u.conv.w);
 }
 
 size_t scratch_floats(const OpTable& o, const ConvBn& u, int n) {
   const size_t act = arena_span(size_t(n) * u.out_per_image);
-  const size_t fp32_output = u.conv_y16 ? act : 0;  // bf16 storage: the conv's output as fp32
+  // bf16 storage: fp32 copies of what is kept as bf16.
+  const size_t input = u.x16 ? arena_span(size_t(n) * in_per_image(u)) : 0;
+  const size_t conv_output = u.conv_y16 ? act : 0;
+  const size_t output = u.y16 ? act : 0;
   const size_t conv = scratch_floats(o, u.conv, n);
   const size_t bn_backward = size_t(8) * u.c_out + 64;  // 4*c doubles, and a margin for the alignment
-  const size_t fwd = fp32_output + conv;
-  const size_t bwd = act + std::max(fp32_output + bn_backward, conv);  // act: the gradient at the conv's output
+  const size_t fwd = input + conv_output + std::max(conv, output);
+  const size_t bwd = act + std::max(conv_output + output + bn_backward, input + conv);  // act: the gradient at the conv's output
   return std::max(fwd, bwd);
 }
 
@@ -126,13 +158,17 @@ ResidualBlock make_residual_block(ParamStore& s, DeviceBuffers& buf, const ConvB
   blk.in = x;
   blk.in_per_image = size_t(h) * w * c_in;
   const float* cur = x;
+  const uint16_t* cur16 = nullptr;
   int ch = h, cw = w, cc = c_in, stride = 1;
   for (size_t i = 0; i < units.size(); ++i) {
     const UnitShape& u = units[i];
-    blk.main.push_back(make_conv_bn(s, buf, spec, name + ".unit" + std::to_string(i + 1), cur, ch, cw, cc, u.c_out,
-                                    u.k, u.stride, u.pad, true));
+    // bf16 storage: the next unit's convolution alone reads a unit's output, but not the last's.
+    const bool output_bf16 = spec.precision == Precision::bf16 && i + 1 < units.size();
+    blk.main.push_back(make_unit(s, buf, spec, name + ".unit" + std::to_string(i + 1), cur, cur16, ch, cw, cc, u.c_out,
+                                 u.k, u.stride, u.pad, true, output_bf16));
     const ConvBn& made = blk.main.back();
     cur = made.bn.y;
+    cur16 = made.y16;
     ch = made.out_h, cw = made.out_w, cc = u.c_out;
     stride *= u.stride;
   }

@@ -5,7 +5,10 @@
 // inside the unit's backward, so it is Arena scratch, shared by all units.
 //
 // With --precision bf16 a unit keeps its convolution's output as bf16 (half the bytes): the bf16
-// convolution already rounds it to bf16 values, so nothing is lost; its BN reads it widened.
+// convolution already rounds it to bf16 values, so nothing is lost; its BN reads it widened. Inside
+// a residual block a unit's output (but the last's) is kept as bf16 too: the next convolution
+// rounds it anyway, and the unit's ReLU mask is the same on the rounded value. So bf16 storage
+// changes no bit of a bf16 run (tests/nn/conv_bn_test.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +41,11 @@ struct ConvBn {
   // bf16 storage: the conv's output [max_batch, out_per_image] as bf16, and conv.y, bn.x are null
   // (each pass points them at Arena scratch); fp32: null, and conv.y == bn.x is the output.
   uint16_t* conv_y16 = nullptr;
+  // bf16 storage inside a residual block, where only the next unit's convolution reads a unit's
+  // output (it rounds what it reads): that output as bf16 (bn.y null), and the next unit's input
+  // (conv.x null). Null elsewhere.
+  uint16_t* y16 = nullptr;
+  const uint16_t* x16 = nullptr;
 };
 
 // Registers conv weight, gamma, beta (in that order) and the running statistics.

@@ -1,7 +1,7 @@
-// The CNN building blocks (src/nn/conv_bn.h) under --precision bf16: a unit that keeps its
-// convolution's output as bf16 gives bit for bit what the same unit gives keeping it in fp32 (the
-// bf16 convolution has already rounded it), in forward, backward and the running statistics, for
-// every kind of part of a backbone; and its buffers are smaller. (Its gradients against finite
+// The CNN building blocks (src/nn/conv_bn.h) under --precision bf16: units that keep their
+// convolution's output, and inside a residual block their own output, as bf16 give bit for bit
+// what the same units give keeping them in fp32, in forward, backward and the running statistics,
+// for every kind of part of a backbone; and those buffers take half the bytes. (Its gradients against finite
 // differences are checked through the models that use it: resnet_test, ssd_model_test, ...)
 #include <gtest/gtest.h>
 
@@ -90,25 +90,41 @@ TEST(ConvBnBf16Storage, GivesTheBitsOfFp32StorageThroughEveryPartOfABackbone) {
   EXPECT_EQ(fp32_storage.out(), bf16_storage.out());
 }
 
-TEST(ConvBnBf16Storage, HoldsEachConvOutputInHalfTheBytes) {
+TEST(ConvBnBf16Storage, HoldsEachConvOutputAndEachOutputInsideABlockInHalfTheBytes) {
   Net fp32_storage(Precision::fp32), bf16_storage(Precision::bf16);
-  size_t conv_outputs = 0;  // floats, over every unit of the backbone
-  auto add = [&](const nn::ConvBn& u) {
-    conv_outputs += u.out_per_image * kBatch;
+  size_t halved = 0, buffers = 0;  // floats kept as bf16 over every unit of the backbone, and their count
+  auto conv_output = [&](const nn::ConvBn& u) {
+    halved += u.out_per_image * kBatch;
+    ++buffers;
     EXPECT_NE(u.conv_y16, nullptr);
     EXPECT_EQ(u.conv.y, nullptr);
   };
   const nn::Backbone& b = bf16_storage.body;
-  add(b.stem);
+  conv_output(b.stem);
+  EXPECT_EQ(b.stem.y16, nullptr);
   for (const nn::ResidualBlock& blk : b.blocks) {
-    for (const nn::ConvBn& u : blk.main) add(u);
-    if (blk.has_proj) add(blk.proj);
+    for (size_t i = 0; i < blk.main.size(); ++i) {
+      const nn::ConvBn& u = blk.main[i];
+      conv_output(u);
+      const bool inner = i + 1 < blk.main.size();  // read by the next unit's convolution only
+      EXPECT_EQ(u.y16 != nullptr, inner);
+      EXPECT_EQ(u.bn.y == nullptr, inner);
+      EXPECT_EQ(u.x16 != nullptr, i > 0);
+      if (inner) {
+        halved += u.out_per_image * kBatch;
+        ++buffers;
+      }
+    }
+    if (blk.has_proj) {
+      conv_output(blk.proj);
+      EXPECT_EQ(blk.proj.y16, nullptr);
+    }
   }
   EXPECT_EQ(fp32_storage.body.stem.conv_y16, nullptr);
-  // Each output's bytes halve (odd counts round up to a whole float).
+  // Each of those buffers takes half the bytes (an odd count rounds up to a whole float).
   const size_t saved = fp32_storage.buffers.bytes - bf16_storage.buffers.bytes;
-  EXPECT_GE(saved, conv_outputs * sizeof(uint16_t) - 4 * (1 + 3 * b.blocks.size()));
-  EXPECT_LE(saved, conv_outputs * sizeof(uint16_t));
+  EXPECT_GE(saved, halved * sizeof(uint16_t) - 2 * buffers);
+  EXPECT_LE(saved, halved * sizeof(uint16_t));
 }
 
 TEST(ConvBnBf16Storage, RefusesAnFp32OpTable) {
