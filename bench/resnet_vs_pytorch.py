@@ -36,13 +36,8 @@ BATCH = 128
 CLASSES = 10
 
 
-# ---------------------------------------------------------------- the PyTorch side (child process)
-def torch_child(args):
-    rank, world, layout = args.rank, args.world, args.layout
-    torch = torch_peer.start_child(args)
-    import torch.nn as nn
-    import torch.nn.functional as F
-
+def resnet20(nn, F):
+    """Our mini ResNet-20 as a PyTorch module (also used by resnet_memory_vs_pytorch.py)."""
     conv_bn, Block = torch_peer.resnet_basic_parts(nn, F)
 
     class ResNet20(nn.Module):
@@ -61,9 +56,19 @@ def torch_child(args):
             f = self.blocks(F.relu(self.stem(x)))
             return self.fc(f.mean((2, 3)))
 
+    return ResNet20()
+
+
+# ---------------------------------------------------------------- the PyTorch side (child process)
+def torch_child(args):
+    rank, world, layout = args.rank, args.world, args.layout
+    torch = torch_peer.start_child(args)
+    import torch.nn as nn
+    import torch.nn.functional as F
+
     local = BATCH // world
     fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
-    model = ResNet20().to(memory_format=fmt)
+    model = resnet20(nn, F).to(memory_format=fmt)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=4e-4)

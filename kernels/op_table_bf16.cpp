@@ -10,7 +10,9 @@
 // bf16 values are exact in fp32, so this is a bf16 convolution with fp32 accumulation); on CUDA
 // with TF32 tensor-core math, which holds a bf16 operand exactly. The fp32 table never uses
 // tensor cores.
-// Storage between ops stays fp32: an activation takes 4 bytes, as in fp32.
+// The ops read and write fp32 buffers; a layer may keep what it saves in bf16 between ops where
+// that loses nothing (the CNN units, src/nn/conv_bn.h) and widen it for the next op
+// (bf16_unpack_rows).
 #include <algorithm>
 #include <array>
 #include <cstddef>
