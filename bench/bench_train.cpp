@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
                 precision_text.c_str(),
                 openblas_get_corename(), denormals_flushed() ? "on" : "off", wl->facts.model_summary.c_str(),
                 describe(*comm).c_str());
-  if (w.rank == 0 && wl->facts.activation_bytes > 0)
+  if (w.rank == 0 && wl->facts.activation_bytes > 0)  // workloads without an arena keep scratch in their buffers
     std::printf("memory per rank: activation buffers %.1f MB, scratch arena %.1f MB\n",
                 double(wl->facts.activation_bytes) / 1e6, double(wl->facts.scratch_bytes) / 1e6);
   // Step k uses communicator k % 2 when comparing (0: overlap on, 1: off).

@@ -20,8 +20,11 @@ TranslationBatch tiny_batch() { return tiny_translation_batch(); }
 struct TinyModel {
   ParamStore store;
   std::unique_ptr<Seq2Seq> model;
-  explicit TinyModel(float dropout, int layers = 2, float label_smoothing = 0.1f) {
+  explicit TinyModel(float dropout, int layers = 2, float label_smoothing = 0.1f,
+                     Precision precision = Precision::fp32, bool bf16_storage = true) {
     TransformerSpec spec;
+    spec.precision = precision;
+    spec.bf16_storage = bf16_storage;
     spec.vocab = 13;
     spec.d_model = 8;
     spec.heads = 2;
@@ -141,6 +144,35 @@ TEST(TransformerModel, DecodingAgreesWithTeacherForcing) {
     for (int j = 0; j < V; ++j) total += std::exp(static_cast<double>(lp[static_cast<size_t>(r * V + j)]));
     EXPECT_NEAR(total, 1.0, 1e-5);
   }
+}
+
+// --precision bf16 keeps q, k, v, the attention outputs and the feed-forward hidden layer as bf16:
+// the same bits as keeping them in fp32, in training (with dropout) and in decoding.
+TEST(TransformerModel, Bf16StorageGivesTheBitsOfFp32Storage) {
+  TinyModel kept(0.2f, 2, 0.1f, Precision::bf16, true), plain(0.2f, 2, 0.1f, Precision::bf16, false);
+  EXPECT_LT(kept.model->activation_bytes(), plain.model->activation_bytes());
+  const TranslationBatch b = tiny_batch();
+  for (uint64_t seed : {3, 4}) {  // the second batch adds to the first one's gradients
+    EXPECT_EQ(kept.loss(b, seed), plain.loss(b, seed));
+    ASSERT_EQ(kept.store.grads, plain.store.grads) << "seed " << seed;
+  }
+  double norm = 0.0;
+  for (float g : kept.store.grads) norm += double(g) * g;
+  EXPECT_GT(norm, 0.0);
+  const int rows = 6, V = 13;
+  std::vector<float> lp_kept(size_t(rows) * V), lp_plain(lp_kept.size());
+  std::vector<int32_t> last(rows, 1), parents{0, 1, 2, 3, 4, 5};
+  kept.model->begin_decode(kept.store, b, 2);
+  plain.model->begin_decode(plain.store, b, 2);
+  for (int step = 0; step < 3; ++step) {
+    kept.model->decode_step(kept.store, step, last.data(), parents.data(), rows, lp_kept.data());
+    plain.model->decode_step(plain.store, step, last.data(), parents.data(), rows, lp_plain.data());
+    ASSERT_EQ(lp_kept, lp_plain) << "decode step " << step;
+    std::fill(last.begin(), last.end(), 4 + step);
+  }
+  // fp32 ignores the setting.
+  TinyModel fp32_a(0.2f, 2, 0.1f, Precision::fp32, true), fp32_b(0.2f, 2, 0.1f, Precision::fp32, false);
+  EXPECT_EQ(fp32_a.model->activation_bytes(), fp32_b.model->activation_bytes());
 }
 
 }  // namespace

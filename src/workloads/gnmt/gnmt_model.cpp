@@ -475,6 +475,7 @@ struct Gnmt final : Seq2Seq {
     std::fill(pad, pad + Hd, 0.0f);
   }
 
+  size_t activation_bytes() const override { return buffers.bytes; }
   std::string summary(const ParamStore& s) const override {
     return "GNMT hidden " + std::to_string(Hd) + ", " + std::to_string(enc.size()) + "+" +
            std::to_string(dec.size()) +

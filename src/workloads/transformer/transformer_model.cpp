@@ -29,6 +29,8 @@ struct EncoderLayer {
   float *qkv_act = nullptr, *probs = nullptr, *attn = nullptr, *r1 = nullptr, *x1 = nullptr, *m1 = nullptr,
         *i1 = nullptr, *h = nullptr, *r2 = nullptr, *x2 = nullptr, *m2 = nullptr, *i2 = nullptr;
   uint8_t *mask1 = nullptr, *mask2 = nullptr;
+  // bf16 storage (Transformer::bf16_storage): qkv_act, attn and h as bf16; those three are then null.
+  uint16_t *qkv16 = nullptr, *attn16 = nullptr, *h16 = nullptr;
 };
 
 struct DecoderLayer {
@@ -41,6 +43,9 @@ struct DecoderLayer {
         *y2 = nullptr, *m2 = nullptr, *i2 = nullptr;
   float *h = nullptr, *r3 = nullptr, *y3 = nullptr, *m3 = nullptr, *i3 = nullptr;
   uint8_t *mask1 = nullptr, *mask2 = nullptr, *mask3 = nullptr;
+  // bf16 storage: qkv_act, attn, q_act, kv_act, cross_attn and h as bf16; those six are then null.
+  uint16_t *qkv16 = nullptr, *attn16 = nullptr, *q16 = nullptr, *kv16 = nullptr, *cross_attn16 = nullptr,
+           *h16 = nullptr;
   // Decoding: the cross-attention keys and values of each hypothesis' source, and the self-
   // attention cache of past positions (two buffers: reordered by the beam's parents each step).
   float *cross_kv = nullptr, *cache = nullptr, *cache_next = nullptr;
@@ -63,6 +68,13 @@ struct Transformer final : Seq2Seq {
   float* y0 = nullptr;                 // decoder input
   uint8_t *x0_mask = nullptr, *y0_mask = nullptr;
   float* scratch = nullptr;            // pre-dropout sublayer outputs, [rows, max(d, F)]
+  // bf16 storage (--precision bf16): what a layer saves for backward and is either a GEMM's output
+  // (rounded to bf16 by the bf16 table: q, k, v, and the feed-forward hidden layer after its ReLU)
+  // or read only by a GEMM (which rounds it: the attention outputs) is kept as bf16, losing no
+  // bit. A layer computes it in these shared fp32 buffers, keeps the bf16 copy, and widens that back
+  // into them for backward. (The beam search's buffers are the same ones: it runs after the encoder.)
+  bool bf16_storage = false;
+  float *w_qkv = nullptr, *w_attn = nullptr, *w_h = nullptr, *w_q = nullptr, *w_kv = nullptr;
   float *logits = nullptr, *dlogits = nullptr, *yv = nullptr, *dyv = nullptr;
   // Backward scratch.
   float *g_y = nullptr, *g_r = nullptr, *g_sub = nullptr, *g_x = nullptr, *g_wide = nullptr, *g_kv = nullptr,
@@ -82,6 +94,7 @@ struct Transformer final : Seq2Seq {
   std::vector<int32_t> host_rows, host_lens;
 
   float* floats(size_t n) { return buffers.floats(std::max<size_t>(n, 1)); }
+  uint16_t* halves(size_t n) { return buffers.halves(std::max<size_t>(n, 1)); }
   int32_t* ints(size_t n) { return reinterpret_cast<int32_t*>(floats(n)); }
   uint8_t* bytes(size_t n) { return reinterpret_cast<uint8_t*>(floats((n + 3) / 4)); }
 
@@ -96,6 +109,19 @@ struct Transformer final : Seq2Seq {
   Norm norm(ParamStore& s, const std::string& name) {
     return {add_param(s, name + ".gamma", static_cast<size_t>(d), ParamKind::bias),
             add_param(s, name + ".beta", static_cast<size_t>(d), ParamKind::bias)};
+  }
+
+  // A saved activation is written to the layer's own fp32 buffer, or under bf16 storage to the
+  // shared one, from which keep() packs its bf16 copy.
+  float* target(float* own, float* shared) const { return bf16_storage ? shared : own; }
+  void keep(const float* x, int64_t rows, int width, uint16_t* x16) const {
+    if (bf16_storage) ops->bf16_pack_rows(x, static_cast<int>(rows), width, width, x16, width);
+  }
+  // The saved activation for backward: the layer's own buffer, or its bf16 copy widened.
+  const float* saved(const float* own, const uint16_t* x16, float* shared, int64_t rows, int width) const {
+    if (!bf16_storage) return own;
+    ops->bf16_unpack_rows(x16, static_cast<int>(rows), width, width, shared, width);
+    return shared;
   }
 
   // ---- forward pieces ----
@@ -159,14 +185,18 @@ struct Transformer final : Seq2Seq {
     embed(s, src, B, S, 0, x0_mask, x0);
     const float* x = x0;
     for (EncoderLayer& L : enc) {
-      linear_fwd(s, L.qkv, x, rows, L.qkv_act);
-      ops->attention_forward(dims(B, S, S, false), L.qkv_act, 3 * d, L.qkv_act + d, 3 * d, L.qkv_act + 2 * d, 3 * d,
-                             src_len, L.probs, L.attn, d);
-      linear_fwd(s, L.out, L.attn, rows, scratch);
+      float *qkv = target(L.qkv_act, w_qkv), *attn = target(L.attn, w_attn), *h = target(L.h, w_h);
+      linear_fwd(s, L.qkv, x, rows, qkv);
+      ops->attention_forward(dims(B, S, S, false), qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, src_len, L.probs,
+                             attn, d);
+      keep(qkv, rows, 3 * d, L.qkv16);
+      keep(attn, rows, d, L.attn16);
+      linear_fwd(s, L.out, attn, rows, scratch);
       residual_norm_fwd(s, L.ln1, x, scratch, rows, L.mask1, L.r1, L.x1, L.m1, L.i1);
-      linear_fwd(s, L.ffn1, L.x1, rows, L.h);
-      ops->relu_forward(L.h, L.h, mul(rows, F));
-      linear_fwd(s, L.ffn2, L.h, rows, scratch);
+      linear_fwd(s, L.ffn1, L.x1, rows, h);
+      ops->relu_forward(h, h, mul(rows, F));
+      keep(h, rows, F, L.h16);
+      linear_fwd(s, L.ffn2, h, rows, scratch);
       residual_norm_fwd(s, L.ln2, L.x1, scratch, rows, L.mask2, L.r2, L.x2, L.m2, L.i2);
       x = L.x2;
     }
@@ -179,20 +209,28 @@ struct Transformer final : Seq2Seq {
     embed(s, d_tgt_in, B, T, 0, y0_mask, y0);
     const float* y = y0;
     for (DecoderLayer& L : dec) {
-      linear_fwd(s, L.qkv, y, rows, L.qkv_act);
-      ops->attention_forward(dims(B, T, T, true), L.qkv_act, 3 * d, L.qkv_act + d, 3 * d, L.qkv_act + 2 * d, 3 * d,
-                             d_tgt_len, L.probs, L.attn, d);
-      linear_fwd(s, L.out, L.attn, rows, scratch);
+      float *qkv = target(L.qkv_act, w_qkv), *attn = target(L.attn, w_attn), *h = target(L.h, w_h);
+      linear_fwd(s, L.qkv, y, rows, qkv);
+      ops->attention_forward(dims(B, T, T, true), qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, d_tgt_len, L.probs,
+                             attn, d);
+      keep(qkv, rows, 3 * d, L.qkv16);
+      keep(attn, rows, d, L.attn16);
+      linear_fwd(s, L.out, attn, rows, scratch);
       residual_norm_fwd(s, L.ln1, y, scratch, rows, L.mask1, L.r1, L.y1, L.m1, L.i1);
-      linear_fwd(s, L.q, L.y1, rows, L.q_act);
-      linear_fwd(s, L.kv, enc_out, src_rows, L.kv_act);
-      ops->attention_forward(dims(B, T, S, false), L.q_act, d, L.kv_act, 2 * d, L.kv_act + d, 2 * d, d_src_len,
-                             L.cross_probs, L.cross_attn, d);
-      linear_fwd(s, L.cross_out, L.cross_attn, rows, scratch);
+      // The cross-attention's output reuses the self-attention's shared buffer: that one is kept.
+      float *q = target(L.q_act, w_q), *kv = target(L.kv_act, w_kv), *cross = target(L.cross_attn, w_attn);
+      linear_fwd(s, L.q, L.y1, rows, q);
+      linear_fwd(s, L.kv, enc_out, src_rows, kv);
+      ops->attention_forward(dims(B, T, S, false), q, d, kv, 2 * d, kv + d, 2 * d, d_src_len, L.cross_probs, cross, d);
+      keep(q, rows, d, L.q16);
+      keep(kv, src_rows, 2 * d, L.kv16);
+      keep(cross, rows, d, L.cross_attn16);
+      linear_fwd(s, L.cross_out, cross, rows, scratch);
       residual_norm_fwd(s, L.ln2, L.y1, scratch, rows, L.mask2, L.r2, L.y2, L.m2, L.i2);
-      linear_fwd(s, L.ffn1, L.y2, rows, L.h);
-      ops->relu_forward(L.h, L.h, mul(rows, F));
-      linear_fwd(s, L.ffn2, L.h, rows, scratch);
+      linear_fwd(s, L.ffn1, L.y2, rows, h);
+      ops->relu_forward(h, h, mul(rows, F));
+      keep(h, rows, F, L.h16);
+      linear_fwd(s, L.ffn2, h, rows, scratch);
       residual_norm_fwd(s, L.ln3, L.y2, scratch, rows, L.mask3, L.r3, L.y3, L.m3, L.i3);
       y = L.y3;
     }
@@ -248,24 +286,28 @@ struct Transformer final : Seq2Seq {
       const float* y_in = li == 0 ? y0 : dec[li - 1].y3;
       // Feed-forward block.
       residual_norm_bwd(s, L.ln3, L.r3, g_y, rows, L.mask3, L.m3, L.i3, g_r, g_sub);
-      linear_bwd(s, L.ffn2, L.h, g_sub, rows, g_wide);
-      ops->relu_backward(L.h, g_wide, g_wide, mul(rows, F));
+      const float* h = saved(L.h, L.h16, w_h, rows, F);
+      linear_bwd(s, L.ffn2, h, g_sub, rows, g_wide);
+      ops->relu_backward(h, g_wide, g_wide, mul(rows, F));
       linear_bwd(s, L.ffn1, L.y2, g_wide, rows, g_x);
       ops->add_forward(g_r, g_x, g_y, mul(rows, d));
       // Cross-attention block.
       residual_norm_bwd(s, L.ln2, L.r2, g_y, rows, L.mask2, L.m2, L.i2, g_r, g_sub);
-      linear_bwd(s, L.cross_out, L.cross_attn, g_sub, rows, g_x);
-      ops->attention_backward(dims(B, T, S, false), L.q_act, d, L.kv_act, 2 * d, L.kv_act + d, 2 * d, L.cross_probs,
-                              g_x, d, g_wide, g_kv, g_kv + d);
+      linear_bwd(s, L.cross_out, saved(L.cross_attn, L.cross_attn16, w_attn, rows, d), g_sub, rows, g_x);
+      const float* q = saved(L.q_act, L.q16, w_q, rows, d);
+      const float* kv = saved(L.kv_act, L.kv16, w_kv, src_rows, 2 * d);
+      ops->attention_backward(dims(B, T, S, false), q, d, kv, 2 * d, kv + d, 2 * d, L.cross_probs, g_x, d, g_wide, g_kv,
+                              g_kv + d);
       linear_bwd(s, L.kv, enc_out, g_kv, src_rows, g_enc_tmp);
       ops->add_forward(g_enc, g_enc_tmp, g_enc, mul(src_rows, d));
       linear_bwd(s, L.q, L.y1, g_wide, rows, g_sub);
       ops->add_forward(g_r, g_sub, g_y, mul(rows, d));
       // Self-attention block.
       residual_norm_bwd(s, L.ln1, L.r1, g_y, rows, L.mask1, L.m1, L.i1, g_r, g_sub);
-      linear_bwd(s, L.out, L.attn, g_sub, rows, g_x);
-      ops->attention_backward(dims(B, T, T, true), L.qkv_act, 3 * d, L.qkv_act + d, 3 * d, L.qkv_act + 2 * d, 3 * d,
-                              L.probs, g_x, d, g_wide, g_wide + d, g_wide + 2 * d);
+      linear_bwd(s, L.out, saved(L.attn, L.attn16, w_attn, rows, d), g_sub, rows, g_x);
+      const float* qkv = saved(L.qkv_act, L.qkv16, w_qkv, rows, 3 * d);
+      ops->attention_backward(dims(B, T, T, true), qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, L.probs, g_x, d,
+                              g_wide, g_wide + d, g_wide + 2 * d);
       linear_bwd(s, L.qkv, y_in, g_wide, rows, g_sub);
       ops->add_forward(g_r, g_sub, g_y, mul(rows, d));
       ready_views(L.first_view, L.end_view, ready);
@@ -277,14 +319,16 @@ struct Transformer final : Seq2Seq {
       EncoderLayer& L = enc[li];
       const float* x_in = li == 0 ? x0 : enc[li - 1].x2;
       residual_norm_bwd(s, L.ln2, L.r2, g_y, src_rows, L.mask2, L.m2, L.i2, g_r, g_sub);
-      linear_bwd(s, L.ffn2, L.h, g_sub, src_rows, g_wide);
-      ops->relu_backward(L.h, g_wide, g_wide, mul(src_rows, F));
+      const float* h = saved(L.h, L.h16, w_h, src_rows, F);
+      linear_bwd(s, L.ffn2, h, g_sub, src_rows, g_wide);
+      ops->relu_backward(h, g_wide, g_wide, mul(src_rows, F));
       linear_bwd(s, L.ffn1, L.x1, g_wide, src_rows, g_x);
       ops->add_forward(g_r, g_x, g_y, mul(src_rows, d));
       residual_norm_bwd(s, L.ln1, L.r1, g_y, src_rows, L.mask1, L.m1, L.i1, g_r, g_sub);
-      linear_bwd(s, L.out, L.attn, g_sub, src_rows, g_x);
-      ops->attention_backward(dims(B, S, S, false), L.qkv_act, 3 * d, L.qkv_act + d, 3 * d, L.qkv_act + 2 * d, 3 * d,
-                              L.probs, g_x, d, g_wide, g_wide + d, g_wide + 2 * d);
+      linear_bwd(s, L.out, saved(L.attn, L.attn16, w_attn, src_rows, d), g_sub, src_rows, g_x);
+      const float* qkv = saved(L.qkv_act, L.qkv16, w_qkv, src_rows, 3 * d);
+      ops->attention_backward(dims(B, S, S, false), qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, L.probs, g_x, d,
+                              g_wide, g_wide + d, g_wide + 2 * d);
       linear_bwd(s, L.qkv, x_in, g_wide, src_rows, g_sub);
       ops->add_forward(g_r, g_sub, g_y, mul(src_rows, d));
       ready_views(L.first_view, L.end_view, ready);
@@ -329,8 +373,9 @@ struct Transformer final : Seq2Seq {
     copy_to_device(dev, d_src_len_exp, exp_len.data(), size_t(dec_rows) * sizeof(int32_t));
     // Each layer's cross keys and values, once per sentence, copied to its beam's rows.
     for (DecoderLayer& L : dec) {
-      linear_fwd(s, L.kv, enc_out, int64_t(B) * S, L.kv_act);
-      ops->embedding_gather(L.kv_act, S * 2 * d, d_row_src, dec_rows, L.cross_kv, S * 2 * d);
+      float* kv = target(L.kv_act, w_kv);
+      linear_fwd(s, L.kv, enc_out, int64_t(B) * S, kv);
+      ops->embedding_gather(kv, S * 2 * d, d_row_src, dec_rows, L.cross_kv, S * 2 * d);
     }
   }
 
@@ -423,6 +468,7 @@ struct Transformer final : Seq2Seq {
     }
   }
 
+  size_t activation_bytes() const override { return buffers.bytes; }
   std::string summary(const ParamStore& s) const override {
     return "Transformer d_model " + std::to_string(d) + ", " + std::to_string(H) + " heads, ffn " +
            std::to_string(F) + ", " + std::to_string(enc.size()) + "+" + std::to_string(dec.size()) +
@@ -452,6 +498,7 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
   Transformer& t = *m;
   t.spec = spec;
   t.ops = &ops_for(spec.device, spec.precision);
+  t.bf16_storage = spec.precision == Precision::bf16 && spec.bf16_storage;
   t.buffers.device = spec.device;
   t.d = spec.d_model;
   t.H = spec.heads;
@@ -504,15 +551,29 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
   t.y0 = t.floats(mul(rt, d));
   t.y0_mask = t.bytes(mul(rt, d));
   t.scratch = t.floats(mul(rmax, std::max(d, t.F)));
+  const bool b16 = t.bf16_storage;
+  if (b16) {  // the shared buffers of bf16 storage; the beam search's are the same ones
+    t.w_qkv = t.floats(mul(rmax, 3 * d));
+    t.w_attn = t.floats(mul(rmax, d));
+    t.w_h = t.floats(mul(rmax, t.F));
+    t.w_q = t.floats(mul(rt, d));
+    t.w_kv = t.floats(mul(rs, 2 * d));
+  }
   for (EncoderLayer& L : t.enc) {
-    L.qkv_act = t.floats(mul(rs, 3 * d));
+    if (b16) {
+      L.qkv16 = t.halves(mul(rs, 3 * d));
+      L.attn16 = t.halves(mul(rs, d));
+      L.h16 = t.halves(mul(rs, t.F));
+    } else {
+      L.qkv_act = t.floats(mul(rs, 3 * d));
+      L.attn = t.floats(mul(rs, d));
+      L.h = t.floats(mul(rs, t.F));
+    }
     L.probs = t.floats(mul(int64_t(EB) * H * S, S));
-    L.attn = t.floats(mul(rs, d));
     L.r1 = t.floats(mul(rs, d));
     L.x1 = t.floats(mul(rs, d));
     L.m1 = t.floats(size_t(rs));
     L.i1 = t.floats(size_t(rs));
-    L.h = t.floats(mul(rs, t.F));
     L.r2 = t.floats(mul(rs, d));
     L.x2 = t.floats(mul(rs, d));
     L.m2 = t.floats(size_t(rs));
@@ -521,22 +582,31 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
     L.mask2 = t.bytes(mul(rs, d));
   }
   for (DecoderLayer& L : t.dec) {
-    L.qkv_act = t.floats(mul(rt, 3 * d));
+    if (b16) {
+      L.qkv16 = t.halves(mul(rt, 3 * d));
+      L.attn16 = t.halves(mul(rt, d));
+      L.q16 = t.halves(mul(rt, d));
+      L.kv16 = t.halves(mul(rs, 2 * d));
+      L.cross_attn16 = t.halves(mul(rt, d));
+      L.h16 = t.halves(mul(rt, t.F));
+    } else {
+      L.qkv_act = t.floats(mul(rt, 3 * d));
+      L.attn = t.floats(mul(rt, d));
+      L.q_act = t.floats(mul(rt, d));
+      L.kv_act = t.floats(mul(rs, 2 * d));
+      L.cross_attn = t.floats(mul(rt, d));
+      L.h = t.floats(mul(rt, t.F));
+    }
     L.probs = t.floats(mul(int64_t(B) * H * T, T));
-    L.attn = t.floats(mul(rt, d));
     L.r1 = t.floats(mul(rt, d));
     L.y1 = t.floats(mul(rt, d));
     L.m1 = t.floats(size_t(rt));
     L.i1 = t.floats(size_t(rt));
-    L.q_act = t.floats(mul(rt, d));
-    L.kv_act = t.floats(mul(rs, 2 * d));
     L.cross_probs = t.floats(mul(int64_t(B) * H * T, S));
-    L.cross_attn = t.floats(mul(rt, d));
     L.r2 = t.floats(mul(rt, d));
     L.y2 = t.floats(mul(rt, d));
     L.m2 = t.floats(size_t(rt));
     L.i2 = t.floats(size_t(rt));
-    L.h = t.floats(mul(rt, t.F));
     L.r3 = t.floats(mul(rt, d));
     L.y3 = t.floats(mul(rt, d));
     L.m3 = t.floats(size_t(rt));
@@ -571,15 +641,15 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
   t.d_src_len_exp = t.ints(size_t(rows_dec));
   t.d_row_src = t.ints(size_t(rows_dec));
   t.dec_y = t.floats(mul(rows_dec, d));
-  t.dec_qkv = t.floats(mul(rows_dec, 3 * d));
+  t.dec_qkv = b16 ? t.w_qkv : t.floats(mul(rows_dec, 3 * d));
   t.dec_probs = t.floats(mul(int64_t(rows_dec) * H, std::max(TC, S)));
-  t.dec_attn = t.floats(mul(rows_dec, d));
+  t.dec_attn = b16 ? t.w_attn : t.floats(mul(rows_dec, d));
   t.dec_sub = t.floats(mul(rows_dec, d));
   t.dec_r = t.floats(mul(rows_dec, d));
   t.dec_y1 = t.floats(mul(rows_dec, d));
   t.dec_mean = t.floats(size_t(rows_dec));
   t.dec_inv = t.floats(size_t(rows_dec));
-  t.dec_h = t.floats(mul(rows_dec, t.F));
+  t.dec_h = b16 ? t.w_h : t.floats(mul(rows_dec, t.F));
   t.vidx.reserve(size_t(rt));
   t.vlab.reserve(size_t(rt));
   return m;

@@ -28,6 +28,9 @@ struct TransformerSpec {
   Seq2SeqLimits limits;
   Device device = Device::cpu;
   Precision precision = Precision::fp32;  // --precision: the op table (core/precision.h)
+  // With bf16: keep what the layers save for backward as bf16 where no bit changes (the model's
+  // comment says which). Off only in the test that compares the two.
+  bool bf16_storage = true;
 };
 
 // Builds the model's views into `store` (before finalize_params) and its buffers on spec.device.

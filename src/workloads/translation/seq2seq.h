@@ -62,6 +62,8 @@ struct Seq2Seq {
   virtual std::string summary(const ParamStore& store) const = 0;
   // Dense FLOPs of forward + backward per (source + target) token, for throughput figures.
   virtual double train_flops_per_token() const = 0;
+  // Bytes of the model's activation, gradient and decoding buffers on its device.
+  virtual size_t activation_bytes() const = 0;
 };
 
 // Host log-softmax of each row of logits [rows, vocab] (the decoders' last step).

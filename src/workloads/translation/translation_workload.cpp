@@ -279,6 +279,7 @@ std::unique_ptr<Workload> make_translation_workload(const WorkloadContext& ctx, 
                     cfg.max_sequence_method + "), " + std::to_string(f.steps_per_epoch) + " steps of " +
                     std::to_string(f.global_batch) + " pairs per epoch";
   f.flops_per_sample = w->model->train_flops_per_token();
+  f.activation_bytes = int64_t(w->model->activation_bytes());
   return w;
 }
 
