@@ -11,8 +11,8 @@
 // with TF32 tensor-core math, which holds a bf16 operand exactly. The fp32 table never uses
 // tensor cores.
 // The ops read and write fp32 buffers; a layer may keep what it saves in bf16 between ops where
-// that loses nothing (the CNN units, src/nn/conv_bn.h) and widen it for the next op
-// (bf16_unpack_rows).
+// that loses nothing (the CNN units, src/nn/conv_bn.h; the transformer's layers) and widen it for
+// the next op (bf16_unpack_rows).
 #include <algorithm>
 #include <array>
 #include <cstddef>

@@ -3,7 +3,8 @@
 // in fp32; the activations and activation gradients they write are rounded to bf16. Everything
 // else (normalization, losses, attention, the optimizer over fp32 master weights and state, the
 // accumulated weight gradients) stays fp32, as PyTorch's autocast does (kernels/op_table.h).
-// Storage: the CNN units keep what they save as bf16 where no bit changes (src/nn/conv_bn.h).
+// Storage: the CNN units and the transformer keep what they save as bf16 where no bit changes
+// (src/nn/conv_bn.h, src/workloads/transformer/transformer_model.cpp).
 #pragma once
 #include <cstdint>
 #include <string>

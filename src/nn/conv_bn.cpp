@@ -108,7 +108,7 @@ void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n,
     BatchNorm bn = u.bn;
     if (u.conv_y16) bn.x = widened(o, a, u.conv_y16, n, u.out_per_image);
     // The ReLU's mask, y > 0, is the same on the rounded y: rounding keeps a sign, and only a
-    // value below 2^-133 (a subnormal, which the ranks flush to zero) rounds to zero.
+    // magnitude of at most 2^-134 (a subnormal; the ranks flush those to zero) rounds to zero.
     if (u.y16) bn.y = widened(o, a, u.y16, n, u.out_per_image);
     backward(o, bn, s, a, n, dy, dconv);
   }
@@ -129,7 +129,8 @@ size_t scratch_floats(const OpTable& o, const ConvBn& u, int n) {
   const size_t conv = scratch_floats(o, u.conv, n);
   const size_t bn_backward = size_t(8) * u.c_out + 64;  // 4*c doubles, and a margin for the alignment
   const size_t fwd = input + conv_output + std::max(conv, output);
-  const size_t bwd = act + std::max(conv_output + output + bn_backward, input + conv);  // act: the gradient at the conv's output
+  // Backward: the gradient at the conv's output (act) under the BN's and then the conv's scratch.
+  const size_t bwd = act + std::max(conv_output + output + bn_backward, input + conv);
   return std::max(fwd, bwd);
 }
 
@@ -282,7 +283,7 @@ namespace {
 void append_block(Backbone& b, DeviceBuffers& buf, const ConvBnSpec& spec, ResidualBlock blk) {
   // Block i's input gradient is read only by block i - 1's backward, so two buffers take turns.
   const size_t floats = blk.in_per_image * size_t(spec.max_batch);
-  if (floats > b.dblock_in_floats) {  // blocks are added in order, so this is rare (a wider block)
+  if (floats > b.dblock_in_floats) {  // a larger input than any before: a new pair (the old one idles)
     b.dblock_in_floats = floats;
     b.dblock_in[0] = buf.floats(floats);
     b.dblock_in[1] = buf.floats(floats);
