@@ -94,7 +94,13 @@ struct Transformer final : Seq2Seq {
   std::vector<int32_t> host_rows, host_lens;
 
   float* floats(size_t n) { return buffers.floats(std::max<size_t>(n, 1)); }
-  uint16_t* halves(size_t n) { return buffers.halves(std::max<size_t>(n, 1)); }
+  // A saved activation's buffer: fp32, or under bf16 storage bf16 (the fp32 pointer stays null).
+  void saved_buffer(size_t n, float*& own, uint16_t*& kept) {
+    if (bf16_storage)
+      kept = buffers.halves(std::max<size_t>(n, 1));
+    else
+      own = floats(n);
+  }
   int32_t* ints(size_t n) { return reinterpret_cast<int32_t*>(floats(n)); }
   uint8_t* bytes(size_t n) { return reinterpret_cast<uint8_t*>(floats((n + 3) / 4)); }
 
@@ -179,24 +185,52 @@ struct Transformer final : Seq2Seq {
     return a;
   }
 
+  // The sublayers both layer kinds have, into `scratch` (before dropout and the residual).
+  template <class Layer>
+  void self_attention_fwd(const ParamStore& s, Layer& L, const float* x, int64_t rows, const AttentionDims& a,
+                          const int32_t* lengths) {
+    float *qkv = target(L.qkv_act, w_qkv), *attn = target(L.attn, w_attn);
+    linear_fwd(s, L.qkv, x, rows, qkv);
+    ops->attention_forward(a, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, lengths, L.probs, attn, d);
+    keep(qkv, rows, 3 * d, L.qkv16);
+    keep(attn, rows, d, L.attn16);
+    linear_fwd(s, L.out, attn, rows, scratch);
+  }
+  template <class Layer>
+  void feed_forward_fwd(const ParamStore& s, Layer& L, const float* x, int64_t rows) {
+    float* h = target(L.h, w_h);
+    linear_fwd(s, L.ffn1, x, rows, h);
+    ops->relu_forward(h, h, mul(rows, F));
+    keep(h, rows, F, L.h16);
+    linear_fwd(s, L.ffn2, h, rows, scratch);
+  }
+  // Their backward from g_sub (the gradient at the sublayer's output); the input's gradient goes
+  // to g_x (feed-forward) or g_sub (self-attention, as the fused attention wants g_x for itself).
+  template <class Layer>
+  void feed_forward_bwd(ParamStore& s, Layer& L, const float* x, int64_t rows) {
+    const float* h = saved(L.h, L.h16, w_h, rows, F);
+    linear_bwd(s, L.ffn2, h, g_sub, rows, g_wide);
+    ops->relu_backward(h, g_wide, g_wide, mul(rows, F));
+    linear_bwd(s, L.ffn1, x, g_wide, rows, g_x);
+  }
+  template <class Layer>
+  void self_attention_bwd(ParamStore& s, Layer& L, const float* x, int64_t rows, const AttentionDims& a) {
+    linear_bwd(s, L.out, saved(L.attn, L.attn16, w_attn, rows, d), g_sub, rows, g_x);
+    const float* qkv = saved(L.qkv_act, L.qkv16, w_qkv, rows, 3 * d);
+    ops->attention_backward(a, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, L.probs, g_x, d, g_wide, g_wide + d,
+                            g_wide + 2 * d);
+    linear_bwd(s, L.qkv, x, g_wide, rows, g_sub);
+  }
+
   // Encoder over [B, S]; returns the final output [B*S, d].
   const float* encoder_fwd(const ParamStore& s, int B, int S, const int32_t* src, const int32_t* src_len) {
     const int64_t rows = int64_t(B) * S;
     embed(s, src, B, S, 0, x0_mask, x0);
     const float* x = x0;
     for (EncoderLayer& L : enc) {
-      float *qkv = target(L.qkv_act, w_qkv), *attn = target(L.attn, w_attn), *h = target(L.h, w_h);
-      linear_fwd(s, L.qkv, x, rows, qkv);
-      ops->attention_forward(dims(B, S, S, false), qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, src_len, L.probs,
-                             attn, d);
-      keep(qkv, rows, 3 * d, L.qkv16);
-      keep(attn, rows, d, L.attn16);
-      linear_fwd(s, L.out, attn, rows, scratch);
+      self_attention_fwd(s, L, x, rows, dims(B, S, S, false), src_len);
       residual_norm_fwd(s, L.ln1, x, scratch, rows, L.mask1, L.r1, L.x1, L.m1, L.i1);
-      linear_fwd(s, L.ffn1, L.x1, rows, h);
-      ops->relu_forward(h, h, mul(rows, F));
-      keep(h, rows, F, L.h16);
-      linear_fwd(s, L.ffn2, h, rows, scratch);
+      feed_forward_fwd(s, L, L.x1, rows);
       residual_norm_fwd(s, L.ln2, L.x1, scratch, rows, L.mask2, L.r2, L.x2, L.m2, L.i2);
       x = L.x2;
     }
@@ -209,13 +243,7 @@ struct Transformer final : Seq2Seq {
     embed(s, d_tgt_in, B, T, 0, y0_mask, y0);
     const float* y = y0;
     for (DecoderLayer& L : dec) {
-      float *qkv = target(L.qkv_act, w_qkv), *attn = target(L.attn, w_attn), *h = target(L.h, w_h);
-      linear_fwd(s, L.qkv, y, rows, qkv);
-      ops->attention_forward(dims(B, T, T, true), qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, d_tgt_len, L.probs,
-                             attn, d);
-      keep(qkv, rows, 3 * d, L.qkv16);
-      keep(attn, rows, d, L.attn16);
-      linear_fwd(s, L.out, attn, rows, scratch);
+      self_attention_fwd(s, L, y, rows, dims(B, T, T, true), d_tgt_len);
       residual_norm_fwd(s, L.ln1, y, scratch, rows, L.mask1, L.r1, L.y1, L.m1, L.i1);
       // The cross-attention's output reuses the self-attention's shared buffer: that one is kept.
       float *q = target(L.q_act, w_q), *kv = target(L.kv_act, w_kv), *cross = target(L.cross_attn, w_attn);
@@ -227,10 +255,7 @@ struct Transformer final : Seq2Seq {
       keep(cross, rows, d, L.cross_attn16);
       linear_fwd(s, L.cross_out, cross, rows, scratch);
       residual_norm_fwd(s, L.ln2, L.y1, scratch, rows, L.mask2, L.r2, L.y2, L.m2, L.i2);
-      linear_fwd(s, L.ffn1, L.y2, rows, h);
-      ops->relu_forward(h, h, mul(rows, F));
-      keep(h, rows, F, L.h16);
-      linear_fwd(s, L.ffn2, h, rows, scratch);
+      feed_forward_fwd(s, L, L.y2, rows);
       residual_norm_fwd(s, L.ln3, L.y2, scratch, rows, L.mask3, L.r3, L.y3, L.m3, L.i3);
       y = L.y3;
     }
@@ -286,10 +311,7 @@ struct Transformer final : Seq2Seq {
       const float* y_in = li == 0 ? y0 : dec[li - 1].y3;
       // Feed-forward block.
       residual_norm_bwd(s, L.ln3, L.r3, g_y, rows, L.mask3, L.m3, L.i3, g_r, g_sub);
-      const float* h = saved(L.h, L.h16, w_h, rows, F);
-      linear_bwd(s, L.ffn2, h, g_sub, rows, g_wide);
-      ops->relu_backward(h, g_wide, g_wide, mul(rows, F));
-      linear_bwd(s, L.ffn1, L.y2, g_wide, rows, g_x);
+      feed_forward_bwd(s, L, L.y2, rows);
       ops->add_forward(g_r, g_x, g_y, mul(rows, d));
       // Cross-attention block.
       residual_norm_bwd(s, L.ln2, L.r2, g_y, rows, L.mask2, L.m2, L.i2, g_r, g_sub);
@@ -304,11 +326,7 @@ struct Transformer final : Seq2Seq {
       ops->add_forward(g_r, g_sub, g_y, mul(rows, d));
       // Self-attention block.
       residual_norm_bwd(s, L.ln1, L.r1, g_y, rows, L.mask1, L.m1, L.i1, g_r, g_sub);
-      linear_bwd(s, L.out, saved(L.attn, L.attn16, w_attn, rows, d), g_sub, rows, g_x);
-      const float* qkv = saved(L.qkv_act, L.qkv16, w_qkv, rows, 3 * d);
-      ops->attention_backward(dims(B, T, T, true), qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, L.probs, g_x, d,
-                              g_wide, g_wide + d, g_wide + 2 * d);
-      linear_bwd(s, L.qkv, y_in, g_wide, rows, g_sub);
+      self_attention_bwd(s, L, y_in, rows, dims(B, T, T, true));
       ops->add_forward(g_r, g_sub, g_y, mul(rows, d));
       ready_views(L.first_view, L.end_view, ready);
     }
@@ -319,17 +337,10 @@ struct Transformer final : Seq2Seq {
       EncoderLayer& L = enc[li];
       const float* x_in = li == 0 ? x0 : enc[li - 1].x2;
       residual_norm_bwd(s, L.ln2, L.r2, g_y, src_rows, L.mask2, L.m2, L.i2, g_r, g_sub);
-      const float* h = saved(L.h, L.h16, w_h, src_rows, F);
-      linear_bwd(s, L.ffn2, h, g_sub, src_rows, g_wide);
-      ops->relu_backward(h, g_wide, g_wide, mul(src_rows, F));
-      linear_bwd(s, L.ffn1, L.x1, g_wide, src_rows, g_x);
+      feed_forward_bwd(s, L, L.x1, src_rows);
       ops->add_forward(g_r, g_x, g_y, mul(src_rows, d));
       residual_norm_bwd(s, L.ln1, L.r1, g_y, src_rows, L.mask1, L.m1, L.i1, g_r, g_sub);
-      linear_bwd(s, L.out, saved(L.attn, L.attn16, w_attn, src_rows, d), g_sub, src_rows, g_x);
-      const float* qkv = saved(L.qkv_act, L.qkv16, w_qkv, src_rows, 3 * d);
-      ops->attention_backward(dims(B, S, S, false), qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, L.probs, g_x, d,
-                              g_wide, g_wide + d, g_wide + 2 * d);
-      linear_bwd(s, L.qkv, x_in, g_wide, src_rows, g_sub);
+      self_attention_bwd(s, L, x_in, src_rows, dims(B, S, S, false));
       ops->add_forward(g_r, g_sub, g_y, mul(src_rows, d));
       ready_views(L.first_view, L.end_view, ready);
     }
@@ -560,15 +571,9 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
     t.w_kv = t.floats(mul(rs, 2 * d));
   }
   for (EncoderLayer& L : t.enc) {
-    if (b16) {
-      L.qkv16 = t.halves(mul(rs, 3 * d));
-      L.attn16 = t.halves(mul(rs, d));
-      L.h16 = t.halves(mul(rs, t.F));
-    } else {
-      L.qkv_act = t.floats(mul(rs, 3 * d));
-      L.attn = t.floats(mul(rs, d));
-      L.h = t.floats(mul(rs, t.F));
-    }
+    t.saved_buffer(mul(rs, 3 * d), L.qkv_act, L.qkv16);
+    t.saved_buffer(mul(rs, d), L.attn, L.attn16);
+    t.saved_buffer(mul(rs, t.F), L.h, L.h16);
     L.probs = t.floats(mul(int64_t(EB) * H * S, S));
     L.r1 = t.floats(mul(rs, d));
     L.x1 = t.floats(mul(rs, d));
@@ -582,21 +587,12 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
     L.mask2 = t.bytes(mul(rs, d));
   }
   for (DecoderLayer& L : t.dec) {
-    if (b16) {
-      L.qkv16 = t.halves(mul(rt, 3 * d));
-      L.attn16 = t.halves(mul(rt, d));
-      L.q16 = t.halves(mul(rt, d));
-      L.kv16 = t.halves(mul(rs, 2 * d));
-      L.cross_attn16 = t.halves(mul(rt, d));
-      L.h16 = t.halves(mul(rt, t.F));
-    } else {
-      L.qkv_act = t.floats(mul(rt, 3 * d));
-      L.attn = t.floats(mul(rt, d));
-      L.q_act = t.floats(mul(rt, d));
-      L.kv_act = t.floats(mul(rs, 2 * d));
-      L.cross_attn = t.floats(mul(rt, d));
-      L.h = t.floats(mul(rt, t.F));
-    }
+    t.saved_buffer(mul(rt, 3 * d), L.qkv_act, L.qkv16);
+    t.saved_buffer(mul(rt, d), L.attn, L.attn16);
+    t.saved_buffer(mul(rt, d), L.q_act, L.q16);
+    t.saved_buffer(mul(rs, 2 * d), L.kv_act, L.kv16);
+    t.saved_buffer(mul(rt, d), L.cross_attn, L.cross_attn16);
+    t.saved_buffer(mul(rt, t.F), L.h, L.h16);
     L.probs = t.floats(mul(int64_t(B) * H * T, T));
     L.r1 = t.floats(mul(rt, d));
     L.y1 = t.floats(mul(rt, d));
