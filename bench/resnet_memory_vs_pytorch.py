@@ -22,7 +22,7 @@ import re
 import subprocess
 import sys
 
-BATCH = 128
+from resnet_vs_pytorch import BATCH, CLASSES, resnet20  # the same network and global batch
 
 
 def ours(bench_train, data_dir, ranks, precision):
@@ -41,8 +41,6 @@ def torch_saved_mb(local_batch, precision, layout):
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from resnet_vs_pytorch import resnet20, CLASSES
     torch.manual_seed(0)
     fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
     model = resnet20(nn, F).to(memory_format=fmt)

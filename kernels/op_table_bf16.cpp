@@ -30,8 +30,6 @@ namespace mlpd {
 
 namespace {
 
-constexpr size_t kAlignFloats = 16;  // 64 bytes, as the Arena aligns
-size_t aligned(size_t floats) { return (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
 
 // Tensor-core math for the span of one wrapped op (CUDA; nothing on the CPU).
 struct TensorCoreMath {
@@ -145,7 +143,8 @@ size_t conv_w_floats(const ConvDims& d) { return size_t(d.k) * d.k * d.c_in * d.
 // The fp32 op's scratch after the two rounded operands of whichever pass needs the most.
 template <Device D>
 size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
-  const size_t x = aligned(conv_x_floats(d)), y = aligned(conv_y_floats(d)), w = aligned(conv_w_floats(d));
+  const size_t x = arena_floats_span(conv_x_floats(d)), y = arena_floats_span(conv_y_floats(d)),
+               w = arena_floats_span(conv_w_floats(d));
   const size_t rounded = ops_for(D).conv2d_scratch_floats(d) + std::max({x + w, y + w, x + y});
   if constexpr (D == Device::cpu) return std::max(rounded, direct_conv_bf16_scratch_floats(d));
   return rounded;

@@ -18,6 +18,8 @@ struct Arena {
 void arena_init(Arena& a, size_t bytes);
 // Returns `count` floats, 64-byte aligned; throws if the arena is too small (a sizing bug).
 float* arena_floats(Arena& a, size_t count);
+// Floats that arena_floats(count) takes at most, its alignment included: for sizing an arena.
+inline size_t arena_floats_span(size_t count) { return (count + 15) / 16 * 16; }
 void* arena_bytes(Arena& a, size_t bytes);
 inline void arena_reset(Arena& a) { a.offset = 0; }
 

@@ -11,6 +11,8 @@ namespace mlpd::nn {
 
 namespace {
 
+size_t in_per_image(const ConvBn& u) { return size_t(u.conv.dims.h) * u.conv.dims.w * u.conv.dims.c_in; }
+
 // A unit reading x (fp32) or x16 (another unit's bf16 output); output_bf16: only convolutions will
 // read its output, so it too may be kept as bf16 (bf16 storage only).
 ConvBn make_unit(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name, const float* x,
@@ -27,8 +29,7 @@ ConvBn make_unit(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, cons
   u.bn = make_batchnorm(s, name + ".bn", c_out, int64_t(u.out_h) * u.out_w, spec.bn_momentum, spec.bn_eps);
   const size_t act = u.out_per_image * size_t(spec.max_batch);
   MLPD_CHECK(u.out_per_image <= size_t(std::numeric_limits<int>::max()), "conv_bn: output too large at " + name);
-  MLPD_CHECK(u.conv.dims.h * size_t(u.conv.dims.w) * c_in <= size_t(std::numeric_limits<int>::max()),
-             "conv_bn: input too large at " + name);
+  MLPD_CHECK(in_per_image(u) <= size_t(std::numeric_limits<int>::max()), "conv_bn: input too large at " + name);
   const bool bf16 = spec.precision == Precision::bf16;
   MLPD_CHECK(bf16 || (!x16 && !output_bf16), "conv_bn: bf16 storage in an fp32 unit at " + name);
   u.conv.x = x;
@@ -59,8 +60,6 @@ ConvBn make_conv_bn(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, c
 
 namespace {
 
-size_t in_per_image(const ConvBn& u) { return size_t(u.conv.dims.h) * u.conv.dims.w * u.conv.dims.c_in; }
-
 // n images of per_image values, fp32 -> bf16 and back (rows of per_image values; sizes checked at build).
 void pack(const OpTable& o, const float* x, int n, size_t per_image, uint16_t* x16) {
   const int w = static_cast<int>(per_image);
@@ -73,8 +72,8 @@ float* widened(const OpTable& o, Arena& a, const uint16_t* x16, int n, size_t pe
   return x;
 }
 
-// What arena_floats(count) may take of an arena (its 64-byte alignment), with a step to spare.
-size_t arena_span(size_t count) { return (count + 15) / 16 * 16 + 16; }
+// What arena_floats(count) may take of an arena, with an alignment step to spare.
+size_t arena_span(size_t count) { return arena_floats_span(count) + 16; }
 
 }  // namespace
 
