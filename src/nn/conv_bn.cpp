@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "nn/bf16_storage.h"
 
 namespace mlpd::nn {
 
@@ -58,24 +59,6 @@ ConvBn make_conv_bn(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, c
   return make_unit(s, buf, spec, name, x, nullptr, h, w, c_in, c_out, k, stride, pad, relu, false);
 }
 
-namespace {
-
-// n images of per_image values, fp32 -> bf16 and back (rows of per_image values; sizes checked at build).
-void pack(const OpTable& o, const float* x, int n, size_t per_image, uint16_t* x16) {
-  const int w = static_cast<int>(per_image);
-  o.bf16_pack_rows(x, n, w, w, x16, w);
-}
-float* widened(const OpTable& o, Arena& a, const uint16_t* x16, int n, size_t per_image) {
-  const int w = static_cast<int>(per_image);
-  float* x = arena_floats(a, size_t(n) * per_image);
-  o.bf16_unpack_rows(x16, n, w, w, x, w);
-  return x;
-}
-
-// What arena_floats(count) may take of an arena, with an alignment step to spare.
-size_t arena_span(size_t count) { return arena_floats_span(count) + 16; }
-
-}  // namespace
 
 void forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, bool train) {
   if (!u.conv_y16) {
@@ -87,15 +70,15 @@ void forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, 
   MLPD_CHECK(o.precision == Precision::bf16, "conv_bn: a unit built for bf16 storage run with an fp32 op table");
   ArenaScope scope(a);
   Conv2d conv = u.conv;
-  if (u.x16) conv.x = widened(o, a, u.x16, n, in_per_image(u));
+  if (u.x16) conv.x = widened_items(o, a, u.x16, n, in_per_image(u));
   conv.y = arena_floats(a, size_t(n) * u.out_per_image);
   forward(o, conv, s, a, n);
-  pack(o, conv.y, n, u.out_per_image, u.conv_y16);
+  pack_items(o, conv.y, n, u.out_per_image, u.conv_y16);
   BatchNorm bn = u.bn;
   bn.x = conv.y;
   if (u.y16) bn.y = arena_floats(a, size_t(n) * u.out_per_image);
   forward(o, bn, s, n, train);
-  if (u.y16) pack(o, bn.y, n, u.out_per_image, u.y16);
+  if (u.y16) pack_items(o, bn.y, n, u.out_per_image, u.y16);
 }
 
 void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, const float* dy, float* dx,
@@ -105,16 +88,16 @@ void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n,
   {
     ArenaScope bn_scope(a);
     BatchNorm bn = u.bn;
-    if (u.conv_y16) bn.x = widened(o, a, u.conv_y16, n, u.out_per_image);
+    if (u.conv_y16) bn.x = widened_items(o, a, u.conv_y16, n, u.out_per_image);
     // The ReLU's mask, y > 0, is the same on the rounded y: rounding keeps a sign, and only a
     // magnitude of at most 2^-134 (a subnormal; the ranks flush those to zero) rounds to zero.
-    if (u.y16) bn.y = widened(o, a, u.y16, n, u.out_per_image);
+    if (u.y16) bn.y = widened_items(o, a, u.y16, n, u.out_per_image);
     backward(o, bn, s, a, n, dy, dconv);
   }
   ready(u.bn.beta);
   ready(u.bn.gamma);
   Conv2d conv = u.conv;
-  if (u.x16) conv.x = widened(o, a, u.x16, n, in_per_image(u));
+  if (u.x16) conv.x = widened_items(o, a, u.x16, n, in_per_image(u));
   backward(o, conv, s, a, n, dconv, dx, accumulate_dx);
   ready(u.conv.w);
 }

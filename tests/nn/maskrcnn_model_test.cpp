@@ -3,7 +3,9 @@
 // parameter view, on a tiny spec (16x16 input, stride 4, one RoI of each head reaching outside the
 // image) and on a tiny FPN (two stages, three RPN levels with the pooled top, RoIs of both heads on
 // both pooled levels); ready() once per view in non-increasing order; the mask head's transposed
-// convolution against a direct loop; the FPN's level of an RoI; output shapes of the named variants.
+// convolution against a direct loop; the FPN's level of an RoI; output shapes of the named variants;
+// under bf16, keeping the pooled RoIs and the RPN's and mask head's ReLU outputs as bf16 gives the
+// bits of keeping them in fp32, in fewer bytes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -218,6 +220,79 @@ TEST(MaskRcnnModel, NamedVariantsBuild) {
   // Sides must halve exactly down to P5.
   ParamStore bad;
   EXPECT_ANY_THROW(build_maskrcnn(maskrcnn_spec("maskrcnn_r50", 120, 120, 3, 81, 1, 8, 2), bad));
+}
+
+// Two train steps (forward, backward, an SGD update) and an eval forward: every output and gradient.
+struct Bf16Run {
+  std::vector<std::vector<float>> outputs;
+  std::vector<float> grads, params;
+  size_t activation_bytes = 0;
+};
+
+Bf16Run run_bf16(MaskRcnnSpec spec, bool storage) {
+  spec.precision = Precision::bf16;
+  spec.bf16_storage = storage;
+  Tiny t(spec);
+  Bf16Run r;
+  const int M = maskrcnn_mask_size(*t.net);
+  auto record = [&](const float* p, size_t count) { r.outputs.emplace_back(p, p + count); };
+  for (int step = 0; step < 3; ++step) {
+    const bool train = step < 2;
+    arena_reset(t.arena);
+    const RpnOutputs rpn = maskrcnn_rpn_forward(*t.net, t.store, t.arena, t.x.data(), 2, train);
+    const BoxHeadOutputs box = maskrcnn_box_forward(*t.net, t.store, t.arena, t.box_rois.data(), t.rois);
+    const float* mask = maskrcnn_mask_forward(*t.net, t.store, t.arena, t.mask_rois.data(), 2);
+    record(rpn.objectness, t.anchors * 2);
+    record(rpn.deltas, t.anchors * 2 * 4);
+    record(box.cls_logits, size_t(t.rois) * 3);
+    record(box.deltas, size_t(t.rois) * 12);
+    record(mask, size_t(2) * M * M * 3);
+    if (!train) break;
+    std::fill(t.store.grads.begin(), t.store.grads.end(), 0.0f);
+    t.backward();
+    r.grads.insert(r.grads.end(), t.store.grads.begin(), t.store.grads.end());
+    for (size_t i = 0; i < t.store.params.size(); ++i) t.store.params[i] -= 0.05f * t.store.grads[i];
+  }
+  r.params = t.store.params;
+  r.activation_bytes = maskrcnn_activation_bytes(*t.net);
+  return r;
+}
+
+void expect_bf16_storage_lossless(const MaskRcnnSpec& spec) {
+  const Bf16Run kept = run_bf16(spec, true), wide = run_bf16(spec, false);
+  ASSERT_EQ(kept.outputs.size(), wide.outputs.size());
+  for (size_t i = 0; i < kept.outputs.size(); ++i) EXPECT_EQ(kept.outputs[i], wide.outputs[i]) << "output " << i;
+  EXPECT_EQ(kept.grads, wide.grads);
+  EXPECT_EQ(kept.params, wide.params);
+  // The pooled RoIs of both heads, the RPN's hidden layer on every level, the mask convs' and the
+  // deconv's outputs: two bytes a value instead of four.
+  MaskRcnnSpec s = spec;
+  ParamStore store;
+  auto net = build_maskrcnn(s, store);
+  const int M = maskrcnn_mask_size(*net), mp = s.mask_pool;
+  const size_t fc = s.fpn ? size_t(s.fpn_channels) : size_t(s.stages.back().channels);
+  const size_t anchors_per_cell = (s.fpn ? 1 : s.anchors.sizes.size()) * s.anchors.ratios.size();
+  const size_t rpn_cells = maskrcnn_anchors(*net).size() / 4 / anchors_per_cell;  // all levels'
+  const size_t halved = size_t(s.max_rois) * s.box_pool * s.box_pool * fc + size_t(s.max_masks) * mp * mp * fc +
+                        size_t(s.max_batch) * rpn_cells * fc +
+                        size_t(s.max_masks) * mp * mp * s.mask_channels * s.mask_convs +
+                        size_t(s.max_masks) * M * M * s.mask_channels;
+  EXPECT_EQ(wide.activation_bytes - kept.activation_bytes, 2 * halved);
+  // (The arena that maskrcnn_arena_bytes sized held the fp32 copies: arena_floats throws when full.)
+}
+
+TEST(MaskRcnnBf16Storage, GivesTheBitsOfFp32StorageInHalfTheBytes) { expect_bf16_storage_lossless(tiny_spec()); }
+
+TEST(MaskRcnnBf16Storage, FpnGivesTheBitsOfFp32StorageInHalfTheBytes) {
+  expect_bf16_storage_lossless(tiny_fpn_spec());
+}
+
+// In fp32 the switch changes nothing.
+TEST(MaskRcnnBf16Storage, OnlyABf16RunKeepsBf16) {
+  MaskRcnnSpec on = tiny_spec(), off = tiny_spec();
+  off.bf16_storage = false;
+  ParamStore s1, s2;
+  EXPECT_EQ(maskrcnn_activation_bytes(*build_maskrcnn(on, s1)), maskrcnn_activation_bytes(*build_maskrcnn(off, s2)));
 }
 
 }  // namespace

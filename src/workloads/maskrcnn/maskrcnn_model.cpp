@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "nn/bf16_storage.h"
 #include "nn/conv_bn.h"
 
 namespace mlpd {
@@ -13,14 +14,17 @@ namespace mlpd {
 namespace {
 
 // A convolution followed by a bias and a ReLU (the heads and the FPN have no batch norm; the FPN's
-// convolutions have no ReLU).
+// convolutions have no ReLU). Under bf16 storage the RPN's and the mask head's keep their output as
+// bf16: only convolutions and linears read it, and its own ReLU mask (nn/bf16_storage.h).
 struct ConvBiasRelu {
-  nn::Conv2d conv;
-  size_t b = 0;             // bias view [c_out]
-  int rows_per_item = 0;    // out_h * out_w
+  nn::Conv2d conv;                 // conv.y unused (out is the output); conv.x null where x16 is set
+  size_t b = 0;                    // bias view [c_out]
+  int rows_per_item = 0;           // out_h * out_w
   bool relu = true;
-  float* y = nullptr;       // conv output, then bias and ReLU in place
-  float* dy = nullptr;      // gradient at the conv's output (after the ReLU mask); unused without ReLU
+  nn::SavedActivation out;         // conv output, then bias and ReLU in place
+  const uint16_t* x16 = nullptr;   // the input, where the layer before keeps it as bf16
+  float* y() const { return out.f32; }  // the output of a layer that keeps it in fp32 (the FPN's)
+  size_t in_per_item() const { return size_t(conv.dims.h) * conv.dims.w * conv.dims.c_in; }
 };
 
 // One level the RPN reads; the first `pooled levels` are also where RoIAlign pools from. Level 0's
@@ -31,7 +35,7 @@ struct FeatureLevel {
   int h = 0, w = 0, stride = 0;
   size_t anchor_begin = 0;      // this level's first anchor in an image's list
   ConvBiasRelu rpn_conv;
-  nn::Linear rpn_obj, rpn_delta;
+  nn::Linear rpn_obj, rpn_delta;  // x: the RPN conv's output, set where it is read
   float* drpn_hidden = nullptr;
   float* dobj = nullptr;        // this level's share of the output gradients (several levels only)
   float* ddelta = nullptr;
@@ -47,13 +51,14 @@ struct LevelRois {
 };
 struct HeadPooling {
   int pool = 0, max_rois = 0;
+  nn::SavedActivation pooled;  // [max_rois, pool, pool, fc]: only the head's first layer reads it
   std::vector<float> rois;  // host [count, 5] of the last forward
   float* rois_dev = nullptr;
   std::vector<LevelRois> levels;
   float* scratch = nullptr;  // one level's pooled rows [max_rois, pool, pool, fc]
 };
 
-// The FPN's layers, finest level first; lateral[l].y holds the inner map (lateral + top-down).
+// The FPN's layers, finest level first; lateral[l].y() holds the inner map (lateral + top-down).
 struct Fpn {
   std::vector<ConvBiasRelu> lateral, output;
   std::vector<float*> up;       // the level above's inner map upsampled to this level (all but the top)
@@ -72,11 +77,11 @@ struct Fpn {
 // so its forward is conv2d_backward_data, its data gradient conv2d_forward and its weight gradient
 // conv2d_backward_weights with the roles of x and dy swapped.
 struct Deconv2x {
-  ConvDims dims;            // the conv it transposes, dims.n the max batch
-  size_t w = 0, b = 0;      // w [2, 2, c_out, c_in] (HWIO of that conv), b [c_out]
-  const float* x = nullptr; // [n, h, w, c_in]
-  float* y = nullptr;       // [n, 2h, 2w, c_out]
-  float* dy = nullptr;
+  ConvDims dims;                   // the conv it transposes, dims.n the max batch
+  size_t w = 0, b = 0;             // w [2, 2, c_out, c_in] (HWIO of that conv), b [c_out]
+  const float* x = nullptr;        // [n, h, w, c_in], or x16 where the layer before keeps it as bf16
+  const uint16_t* x16 = nullptr;
+  nn::SavedActivation out;         // [n, 2h, 2w, c_out]: only the predictor and the ReLU mask read it
 };
 
 ConvDims with_n(ConvDims d, int n) {
@@ -102,18 +107,17 @@ struct MaskRcnn {
   float* rpn_obj_all = nullptr;                  // [max_batch, total_anchors] (several levels only)
   float* rpn_delta_all = nullptr;                // [max_batch, total_anchors, 4]
   HeadPooling box_pool, mask_pool;
-  // Box head
-  float* box_pooled = nullptr;  // [max_rois, pool, pool, fc]
+  // Box head (fc6 reads box_pool.pooled)
   nn::Linear fc6, fc7, cls, bbox;
-  float* dbox_pooled = nullptr;
   float* dfc6 = nullptr;
   float* dfc7 = nullptr;
-  // Mask head
-  float* mask_pooled = nullptr;  // [max_masks, mp, mp, fc]
+  // Mask head (the first conv reads mask_pool.pooled)
   std::vector<ConvBiasRelu> mask_convs;
   Deconv2x deconv;
-  nn::Linear mask_pred;          // per pixel: mask_channels -> classes
-  float* dmask_pooled = nullptr;
+  nn::Linear mask_pred;          // per pixel: mask_channels -> classes; x: the deconv's output
+  // Its backward's gradients take turns in two Arena buffers: [0] at the deconv's output, [1] at the
+  // last conv's, [0] at the one before, ..., and at the pooled input; values per RoI of each.
+  size_t mask_grad_per_item[2] = {0, 0};
   float* ones = nullptr;         // the bias GEMMs' vector of ones
   size_t ones_count = 0;
   // What backward needs of the last forwards.
@@ -121,6 +125,7 @@ struct MaskRcnn {
   int last_n = 0, last_rois = 0, last_masks = 0;
   double backbone_flops = 0, box_flops = 0, mask_flops = 0;
   size_t n_params = 0;
+  bool keeps_bf16() const { return spec.precision == Precision::bf16 && spec.bf16_storage; }
 };
 
 MaskRcnnSpec maskrcnn_spec(const std::string& variant, int in_h, int in_w, int in_c, int classes, int max_batch,
@@ -174,18 +179,21 @@ MaskRcnnSpec maskrcnn_spec(const std::string& variant, int in_h, int in_w, int i
 
 namespace {
 
-// A k x k convolution (stride 1, same padding) + bias (+ ReLU) over x [max_items, h, w, c_in].
-ConvBiasRelu make_conv_bias_relu(MaskRcnn& n, ParamStore& s, const std::string& name, const float* x, int h, int w,
-                                 int c_in, int c_out, int k, int max_items, bool relu) {
+// A k x k convolution (stride 1, same padding) + bias (+ ReLU) over x [max_items, h, w, c_in] (or
+// x16, kept as bf16); keep_bf16: keep the output as bf16 (a ReLU output only convolutions and
+// linears read).
+ConvBiasRelu make_conv_bias_relu(MaskRcnn& n, ParamStore& s, const std::string& name, const float* x,
+                                 const uint16_t* x16, int h, int w, int c_in, int c_out, int k, int max_items,
+                                 bool relu, bool keep_bf16) {
+  MLPD_CHECK(relu || !keep_bf16, "maskrcnn: only a ReLU output is kept as bf16");
   ConvBiasRelu l;
   l.conv = nn::make_conv2d(s, name, h, w, c_in, c_out, k, 1, k / 2, max_items);
   l.b = add_param(s, name + ".bias", size_t(c_out), ParamKind::bias);
   l.conv.x = x;
+  l.x16 = x16;
   l.rows_per_item = h * w;
   l.relu = relu;
-  l.y = n.buffers.floats(size_t(max_items) * h * w * c_out);
-  l.conv.y = l.y;
-  if (relu) l.dy = n.buffers.floats(size_t(max_items) * h * w * c_out);
+  l.out = nn::make_saved_activation(n.buffers, size_t(h) * w * c_out, max_items, keep_bf16);
   return l;
 }
 
@@ -196,9 +204,7 @@ ConvBiasRelu share_conv_bias_relu(MaskRcnn& n, const ConvBiasRelu& l0, const flo
   l.conv.dims.w = w;
   l.conv.x = x;
   l.rows_per_item = h * w;
-  const size_t size = size_t(max_items) * h * w * l0.conv.dims.c_out;
-  l.y = l.conv.y = n.buffers.floats(size);
-  l.dy = l.relu ? n.buffers.floats(size) : nullptr;
+  l.out = nn::make_saved_activation(n.buffers, size_t(h) * w * l0.conv.dims.c_out, max_items, l0.out.b16 != nullptr);
   return l;
 }
 
@@ -212,47 +218,98 @@ void bias_backward(const MaskRcnn& n, const float* dy, int rows, int c, float* d
   n.ops->gemm(true, false, c, 1, rows, 1.0f, dy, c, n.ones, 1, 1.0f, db, 1);
 }
 
-void forward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, int items) {
-  nn::forward(*n.ops, l.conv, s, a, items);
-  const int rows = items * l.rows_per_item;
-  add_bias(n, l.y, rows, l.conv.dims.c_out, param_ptr(s, l.b));
-  if (l.relu) n.ops->relu_forward(l.y, l.y, size_t(rows) * l.conv.dims.c_out);
+// The layer's input in fp32: its own, or the bf16 copy widened into Arena scratch.
+const float* input_of(const MaskRcnn& n, const ConvBiasRelu& l, Arena& a, int items) {
+  return l.x16 ? nn::widened_items(*n.ops, a, l.x16, items, l.in_per_item()) : l.conv.x;
 }
 
-// dy_out: gradient at the layer's output; dx (nullable) overwritten unless accumulate.
-void backward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, int items, const float* dy_out,
-              float* dx, bool accumulate, const std::function<void(size_t)>& ready) {
+// Returns the output in fp32: the layer's own buffer, or (bf16 storage) Arena scratch that stays
+// the caller's until its ArenaScope ends.
+const float* forward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, int items) {
+  nn::Conv2d conv = l.conv;
+  conv.x = input_of(n, l, a, items);
+  float* y = nn::write_target(l.out, a, items);
+  conv.y = y;
+  nn::forward(*n.ops, conv, s, a, items);
   const int rows = items * l.rows_per_item;
-  const float* dy = dy_out;
-  if (l.relu) {
-    n.ops->relu_backward(l.y, dy_out, l.dy, size_t(rows) * l.conv.dims.c_out);
-    dy = l.dy;
-  }
+  add_bias(n, y, rows, l.conv.dims.c_out, param_ptr(s, l.b));
+  if (l.relu) n.ops->relu_forward(y, y, size_t(rows) * l.conv.dims.c_out);
+  nn::keep(*n.ops, l.out, y, items);
+  return y;
+}
+
+// dy = relu'(y) * dy, y read back from what out keeps (bf16 storage: widened for the call only).
+void relu_mask(const MaskRcnn& n, const nn::SavedActivation& out, Arena& a, int items, float* dy) {
+  ArenaScope scope(a);
+  n.ops->relu_backward(nn::read_saved(*n.ops, out, a, items), dy, dy, size_t(items) * out.per_item);
+}
+
+// dy: gradient at the layer's output, overwritten by the ReLU's mask (a ReLU layer's only); dx
+// (nullable) overwritten unless accumulate.
+void backward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, int items, float* dy, float* dx,
+              bool accumulate, const std::function<void(size_t)>& ready) {
+  ArenaScope scope(a);
+  const int rows = items * l.rows_per_item;
+  if (l.relu) relu_mask(n, l.out, a, items, dy);
   bias_backward(n, dy, rows, l.conv.dims.c_out, grad_ptr(s, l.b));
   ready(l.b);
-  nn::backward(*n.ops, l.conv, s, a, items, dy, dx, accumulate);
+  nn::Conv2d conv = l.conv;
+  conv.x = input_of(n, l, a, items);
+  nn::backward(*n.ops, conv, s, a, items, dy, dx, accumulate);
   ready(l.conv.w);
 }
 
-void deconv_forward(const MaskRcnn& n, const Deconv2x& l, ParamStore& s, Arena& a, int items) {
-  const ConvDims d = with_n(l.dims, items);
-  n.ops->conv2d_backward_data(d, l.x, param_ptr(s, l.w), l.y, a, false);
-  const int rows = items * d.h * d.w;
-  add_bias(n, l.y, rows, d.c_in, param_ptr(s, l.b));
-  n.ops->relu_forward(l.y, l.y, size_t(rows) * d.c_in);
+// Arena floats of the layer's forward (input, output, the convolution's scratch) or backward (the
+// output for the ReLU mask, then the input and the convolution's scratch) at `items`.
+size_t forward_scratch_floats(const MaskRcnn& n, const ConvBiasRelu& l, int items) {
+  const size_t input = l.x16 ? nn::arena_span(size_t(items) * l.in_per_item()) : 0;
+  return input + nn::scratch_floats(l.out, items) + nn::scratch_floats(*n.ops, l.conv, items);
+}
+size_t backward_scratch_floats(const MaskRcnn& n, const ConvBiasRelu& l, int items) {
+  const size_t input = l.x16 ? nn::arena_span(size_t(items) * l.in_per_item()) : 0;
+  return std::max(nn::scratch_floats(l.out, items), input + nn::scratch_floats(*n.ops, l.conv, items));
 }
 
-void deconv_backward(const MaskRcnn& n, const Deconv2x& l, ParamStore& s, Arena& a, int items, const float* dy_out,
-                     float* dx, const std::function<void(size_t)>& ready) {
+const float* input_of(const MaskRcnn& n, const Deconv2x& l, Arena& a, int items) {
+  return l.x16 ? nn::widened_items(*n.ops, a, l.x16, items, size_t(l.dims.h / 2) * (l.dims.w / 2) * l.dims.c_out)
+               : l.x;
+}
+
+// Returns the output in fp32, as forward() of a ConvBiasRelu.
+const float* deconv_forward(const MaskRcnn& n, const Deconv2x& l, ParamStore& s, Arena& a, int items) {
+  const ConvDims d = with_n(l.dims, items);
+  const float* x = input_of(n, l, a, items);
+  float* y = nn::write_target(l.out, a, items);
+  n.ops->conv2d_backward_data(d, x, param_ptr(s, l.w), y, a, false);
+  const int rows = items * d.h * d.w;
+  add_bias(n, y, rows, d.c_in, param_ptr(s, l.b));
+  n.ops->relu_forward(y, y, size_t(rows) * d.c_in);
+  nn::keep(*n.ops, l.out, y, items);
+  return y;
+}
+
+// dy: gradient at the output, overwritten by the ReLU's mask.
+void deconv_backward(const MaskRcnn& n, const Deconv2x& l, ParamStore& s, Arena& a, int items, float* dy, float* dx,
+                     const std::function<void(size_t)>& ready) {
+  ArenaScope scope(a);
   const ConvDims d = with_n(l.dims, items);
   const int rows = items * d.h * d.w;
-  n.ops->relu_backward(l.y, dy_out, l.dy, size_t(rows) * d.c_in);
-  bias_backward(n, l.dy, rows, d.c_in, grad_ptr(s, l.b));
+  relu_mask(n, l.out, a, items, dy);
+  bias_backward(n, dy, rows, d.c_in, grad_ptr(s, l.b));
   ready(l.b);
   // y = conv^T(x, W): dW = correlation of dy (the conv's input) with x (the conv's output gradient).
-  n.ops->conv2d_backward_weights(d, l.dy, l.x, grad_ptr(s, l.w), a);
+  n.ops->conv2d_backward_weights(d, dy, input_of(n, l, a, items), grad_ptr(s, l.w), a);
   ready(l.w);
-  n.ops->conv2d_forward(d, l.dy, param_ptr(s, l.w), dx, a);
+  n.ops->conv2d_forward(d, dy, param_ptr(s, l.w), dx, a);
+}
+
+size_t forward_scratch_floats(const MaskRcnn& n, const Deconv2x& l, int items) {
+  const size_t input = l.x16 ? nn::arena_span(size_t(items) * (l.dims.h / 2) * (l.dims.w / 2) * l.dims.c_out) : 0;
+  return input + nn::scratch_floats(l.out, items) + n.ops->conv2d_scratch_floats(with_n(l.dims, items));
+}
+size_t backward_scratch_floats(const MaskRcnn& n, const Deconv2x& l, int items) {
+  const size_t input = l.x16 ? nn::arena_span(size_t(items) * (l.dims.h / 2) * (l.dims.w / 2) * l.dims.c_out) : 0;
+  return std::max(nn::scratch_floats(l.out, items), input + n.ops->conv2d_scratch_floats(with_n(l.dims, items)));
 }
 
 double linear_flops(const nn::Linear& l) { return 2.0 * l.in * l.out; }
@@ -276,9 +333,11 @@ void build_fpn(MaskRcnn& n, ParamStore& s, const std::vector<int>& stage_block) 
     MLPD_CHECK(spec.in_h % h == 0 && spec.in_w % w == 0 && spec.in_h / h == spec.in_w / w,
                "maskrcnn: the FPN needs input sides a multiple of the coarsest stride");
     const std::string name = "fpn.level" + std::to_string(l);
-    f.lateral[size_t(l)] = make_conv_bias_relu(n, s, name + ".lateral", blk.out, h, w, blk.c_out, C, 1, mb, false);
-    f.output[size_t(l)] =
-        make_conv_bias_relu(n, s, name + ".output", f.lateral[size_t(l)].y, h, w, C, C, 3, mb, false);
+    // fp32: the top-down add, RoIAlign and the P6 pool read these maps.
+    f.lateral[size_t(l)] =
+        make_conv_bias_relu(n, s, name + ".lateral", blk.out, nullptr, h, w, blk.c_out, C, 1, mb, false, false);
+    f.output[size_t(l)] = make_conv_bias_relu(n, s, name + ".output", f.lateral[size_t(l)].y(), nullptr, h, w, C, C,
+                                              3, mb, false, false);
     if (l < L - 1) {
       const nn::ResidualBlock& above = n.body.blocks[size_t(stage_block[size_t(l + 1)])];
       MLPD_CHECK(2 * above.out_h == h && 2 * above.out_w == w,
@@ -292,7 +351,7 @@ void build_fpn(MaskRcnn& n, ParamStore& s, const std::vector<int>& stage_block) 
   }
   for (int l = 0; l < L; ++l) {
     FeatureLevel lv;
-    lv.feat = f.output[size_t(l)].y;
+    lv.feat = f.output[size_t(l)].y();
     lv.h = f.output[size_t(l)].conv.dims.h;
     lv.w = f.output[size_t(l)].conv.dims.w;
     lv.stride = spec.in_h / lv.h;
@@ -316,6 +375,7 @@ void make_head_pooling(MaskRcnn& n, HeadPooling& hp, int pool, int max_rois) {
   static_assert(sizeof(int32_t) == sizeof(float), "RoI rows share the float buffers");
   hp.pool = pool;
   hp.max_rois = max_rois;
+  hp.pooled = nn::make_saved_activation(n.buffers, size_t(pool) * pool * n.fc, max_rois, n.keeps_bf16());
   hp.rois_dev = n.buffers.floats(size_t(max_rois) * 5);
   if (n.pooled_levels == 1) return;
   hp.levels.resize(size_t(n.pooled_levels));
@@ -405,7 +465,8 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
   for (size_t l = 0; l < n.levels.size(); ++l) {
     FeatureLevel& lv = n.levels[l];
     if (l == 0) {
-      lv.rpn_conv = make_conv_bias_relu(n, s, "rpn.conv", lv.feat, lv.h, lv.w, n.fc, n.fc, 3, spec.max_batch, true);
+      lv.rpn_conv = make_conv_bias_relu(n, s, "rpn.conv", lv.feat, nullptr, lv.h, lv.w, n.fc, n.fc, 3, spec.max_batch,
+                                        true, n.keeps_bf16());
       lv.rpn_obj = nn::make_linear(s, "rpn.objectness", n.fc, n.A);
       lv.rpn_delta = nn::make_linear(s, "rpn.deltas", n.fc, 4 * n.A);
     } else {
@@ -414,7 +475,6 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
       lv.rpn_delta = n.levels[0].rpn_delta;
     }
     const size_t lc = size_t(lv.cells());
-    lv.rpn_obj.x = lv.rpn_delta.x = lv.rpn_conv.y;
     lv.rpn_obj.y = n.buffers.floats(mb * lc * n.A);
     lv.rpn_delta.y = n.buffers.floats(mb * lc * n.A * 4);
     lv.drpn_hidden = n.buffers.floats(mb * lc * n.fc);
@@ -430,16 +490,13 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
     n.rpn_delta_all = n.buffers.floats(mb * n.total_anchors * 4);
   }
 
-  // Box head.
+  // Box head (its pooled input: make_head_pooling).
   const size_t R = size_t(spec.max_rois);
   const int pooled = spec.box_pool * spec.box_pool * n.fc;
-  n.box_pooled = n.buffers.floats(R * pooled);
-  n.dbox_pooled = n.buffers.floats(R * pooled);
   n.fc6 = nn::make_linear(s, "box.fc6", pooled, spec.box_fc);
   n.fc7 = nn::make_linear(s, "box.fc7", spec.box_fc, spec.box_fc);
   n.cls = nn::make_linear(s, "box.cls", spec.box_fc, spec.classes);
   n.bbox = nn::make_linear(s, "box.deltas", spec.box_fc, 4 * spec.classes);
-  n.fc6.x = n.box_pooled;
   n.fc6.y = n.buffers.floats(R * spec.box_fc);
   n.fc7.x = n.fc6.y;
   n.fc7.y = n.buffers.floats(R * spec.box_fc);
@@ -450,38 +507,44 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
   n.dfc7 = n.buffers.floats(R * spec.box_fc);
   n.box_flops = linear_flops(n.fc6) + linear_flops(n.fc7) + linear_flops(n.cls) + linear_flops(n.bbox);
 
-  // Mask head.
+  // Mask head (its pooled input: make_head_pooling).
   const size_t MM = size_t(spec.max_masks);
   const int mp = spec.mask_pool;
-  n.mask_pooled = n.buffers.floats(MM * mp * mp * n.fc);
-  n.dmask_pooled = n.buffers.floats(MM * mp * mp * n.fc);
-  const float* x = n.mask_pooled;
+  make_head_pooling(n, n.box_pool, spec.box_pool, spec.max_rois);
+  make_head_pooling(n, n.mask_pool, spec.mask_pool, spec.max_masks);
+  const float* x = n.mask_pool.pooled.f32;
+  const uint16_t* x16 = n.mask_pool.pooled.b16;
   int c = n.fc;
+  // The gradients' turns (mask_grad_per_item): the deconv's output, each conv's from the last, the
+  // pooled input.
+  n.mask_grad_per_item[0] = size_t(M) * M * spec.mask_channels;
   for (int i = 0; i < spec.mask_convs; ++i) {
-    n.mask_convs.push_back(make_conv_bias_relu(n, s, "mask.conv" + std::to_string(i + 1), x, mp, mp, c,
-                                               spec.mask_channels, 3, spec.max_masks, true));
-    x = n.mask_convs.back().y;
+    n.mask_convs.push_back(make_conv_bias_relu(n, s, "mask.conv" + std::to_string(i + 1), x, x16, mp, mp, c,
+                                               spec.mask_channels, 3, spec.max_masks, true, n.keeps_bf16()));
+    x = n.mask_convs.back().out.f32;
+    x16 = n.mask_convs.back().out.b16;
     c = spec.mask_channels;
     n.mask_flops += nn::conv_flops_per_image(n.mask_convs.back().conv);
+    size_t& turn = n.mask_grad_per_item[(spec.mask_convs - i) % 2];
+    turn = std::max(turn, size_t(mp) * mp * spec.mask_channels);
   }
+  size_t& pooled_turn = n.mask_grad_per_item[(spec.mask_convs + 1) % 2];
+  pooled_turn = std::max(pooled_turn, size_t(mp) * mp * n.fc);
   Deconv2x& dc = n.deconv;
   dc.dims = ConvDims{spec.max_masks, M, M, spec.mask_channels, c, 2, 2, 0};
   dc.w = add_param(s, "mask.deconv.weight", size_t(4) * spec.mask_channels * c, ParamKind::weight);
   dc.b = add_param(s, "mask.deconv.bias", size_t(spec.mask_channels), ParamKind::bias);
   dc.x = x;
-  dc.y = n.buffers.floats(MM * M * M * spec.mask_channels);
-  dc.dy = n.buffers.floats(MM * M * M * spec.mask_channels);
+  dc.x16 = x16;
+  dc.out = nn::make_saved_activation(n.buffers, size_t(M) * M * spec.mask_channels, spec.max_masks, n.keeps_bf16());
   n.mask_flops += 2.0 * M * M * c * spec.mask_channels;
   n.mask_pred = nn::make_linear(s, "mask.predictor", spec.mask_channels, spec.classes);
-  n.mask_pred.x = dc.y;
   n.mask_pred.y = n.buffers.floats(MM * M * M * spec.classes);
   n.mask_flops += double(M) * M * linear_flops(n.mask_pred);
 
   n.ones = n.buffers.floats(n.ones_count);
   const std::vector<float> ones(n.ones_count, 1.0f);
   copy_to_device(spec.device, n.ones, ones.data(), sizeof(float) * ones.size());
-  make_head_pooling(n, n.box_pool, spec.box_pool, spec.max_rois);
-  make_head_pooling(n, n.mask_pool, spec.mask_pool, spec.max_masks);
   for (size_t v = first_view; v < s.views.size(); ++v) n.n_params += s.views[v].count;
   return net;
 }
@@ -534,14 +597,28 @@ void init_maskrcnn(MaskRcnn& n, ParamStore& s, uint64_t seed) {
 }
 
 size_t maskrcnn_arena_bytes(const MaskRcnn& n) {
-  const OpTable& o = *n.ops;
-  const int mb = n.spec.max_batch, mm = n.spec.max_masks;
-  size_t f = nn::scratch_floats(o, n.body, mb);
-  for (const FeatureLevel& lv : n.levels) f = std::max(f, nn::scratch_floats(o, lv.rpn_conv.conv, mb));
+  const int mb = n.spec.max_batch, mr = n.spec.max_rois, mm = n.spec.max_masks;
+  size_t f = nn::scratch_floats(*n.ops, n.body, mb);
   for (const std::vector<ConvBiasRelu>* convs : {&n.fpn.lateral, &n.fpn.output})
-    for (const ConvBiasRelu& l : *convs) f = std::max(f, nn::scratch_floats(o, l.conv, mb));
-  for (const ConvBiasRelu& l : n.mask_convs) f = std::max(f, nn::scratch_floats(o, l.conv, mm));
-  f = std::max(f, o.conv2d_scratch_floats(n.deconv.dims));
+    for (const ConvBiasRelu& l : *convs) f = std::max(f, forward_scratch_floats(n, l, mb));
+  // The RPN's backward: its hidden layer (read for the predictors) and one predictor's input gradient.
+  for (const FeatureLevel& lv : n.levels)
+    f = std::max({f, forward_scratch_floats(n, lv.rpn_conv, mb),
+                  nn::scratch_floats(lv.rpn_conv.out, mb) + nn::arena_span(size_t(mb) * lv.cells() * n.fc)});
+  // The box head's backward: its pooled input and the gradient there.
+  const nn::SavedActivation& box = n.box_pool.pooled;
+  f = std::max(f, nn::scratch_floats(box, mr) + nn::arena_span(size_t(mr) * box.per_item));
+  // The mask head: each layer's forward; in backward, each layer's under the gradients' two buffers
+  // (the predictor's: the deconv's output read back).
+  size_t mask_fwd = std::max(forward_scratch_floats(n, n.deconv, mm), nn::scratch_floats(n.mask_pool.pooled, mm));
+  size_t mask_bwd = std::max(backward_scratch_floats(n, n.deconv, mm), nn::scratch_floats(n.deconv.out, mm));
+  for (const ConvBiasRelu& l : n.mask_convs) {
+    mask_fwd = std::max(mask_fwd, forward_scratch_floats(n, l, mm));
+    mask_bwd = std::max(mask_bwd, backward_scratch_floats(n, l, mm));
+  }
+  const size_t turns =
+      nn::arena_span(size_t(mm) * n.mask_grad_per_item[0]) + nn::arena_span(size_t(mm) * n.mask_grad_per_item[1]);
+  f = std::max({f, mask_fwd, turns + mask_bwd});
   return f * sizeof(float) + 4096;
 }
 
@@ -579,15 +656,15 @@ void fpn_forward(MaskRcnn& n, ParamStore& s, Arena& a, int batch) {
     forward(n, lat, s, a, batch);
     if (l < L - 1) {
       const FeatureLevel& above = n.levels[size_t(l + 1)];
-      o.upsample_nearest2x_forward(f.lateral[size_t(l + 1)].y, batch, above.h, above.w, C, f.up[size_t(l)]);
-      o.add_forward(lat.y, f.up[size_t(l)], lat.y, size_t(batch) * lat.rows_per_item * C);
+      o.upsample_nearest2x_forward(f.lateral[size_t(l + 1)].y(), batch, above.h, above.w, C, f.up[size_t(l)]);
+      o.add_forward(lat.y(), f.up[size_t(l)], lat.y(), size_t(batch) * lat.rows_per_item * C);
     }
     forward(n, f.output[size_t(l)], s, a, batch);
   }
   if (n.spec.fpn_top_pool) {
     PoolDims d = f.top_pool;
     d.n = batch;
-    o.maxpool_forward(d, f.output[size_t(L - 1)].y, f.top);
+    o.maxpool_forward(d, f.output[size_t(L - 1)].y(), f.top);
   }
 }
 
@@ -620,10 +697,12 @@ RpnOutputs maskrcnn_rpn_forward(MaskRcnn& n, ParamStore& s, Arena& a, const floa
   nn::forward(o, n.body, s, a, batch, train);
   if (n.spec.fpn) fpn_forward(n, s, a, batch);
   for (const FeatureLevel& lv : n.levels) {
-    forward(n, lv.rpn_conv, s, a, batch);
+    ArenaScope scope(a);
+    nn::Linear obj = lv.rpn_obj, delta = lv.rpn_delta;
+    obj.x = delta.x = forward(n, lv.rpn_conv, s, a, batch);
     const int rows = batch * lv.cells();
-    nn::forward(o, lv.rpn_obj, s, rows);
-    nn::forward(o, lv.rpn_delta, s, rows);
+    nn::forward(o, obj, s, rows);
+    nn::forward(o, delta, s, rows);
   }
   n.batch = batch;
   n.last_n = train ? batch : 0;
@@ -643,7 +722,7 @@ namespace {
 
 // RoIAlign of a head's RoIs (host [count, 5]) into pooled [count, pool, pool, fc]: from the one
 // level, or per level by the RoI's size, each level's rows scattered to the RoIs' places.
-void pool_rois(MaskRcnn& n, HeadPooling& hp, const float* rois, int count, float* pooled) {
+void pool_rois_into(MaskRcnn& n, HeadPooling& hp, const float* rois, int count, float* pooled) {
   const OpTable& o = *n.ops;
   const Device dev = n.spec.device;
   for (int i = 0; i < count; ++i)
@@ -682,6 +761,15 @@ void pool_rois(MaskRcnn& n, HeadPooling& hp, const float* rois, int count, float
   }
 }
 
+// The head's RoIs pooled into hp.pooled; returns them in fp32 (under bf16 storage Arena scratch,
+// the caller's until its ArenaScope ends).
+const float* pool_rois(MaskRcnn& n, HeadPooling& hp, Arena& a, const float* rois, int count) {
+  float* pooled = nn::write_target(hp.pooled, a, count);
+  pool_rois_into(n, hp, rois, count, pooled);
+  nn::keep(*n.ops, hp.pooled, pooled, count);
+  return pooled;
+}
+
 // Adds the pooled rows' gradient (dpooled [count, pool, pool, fc]) into the levels' dfeat.
 void pool_rois_backward(MaskRcnn& n, const HeadPooling& hp, int count, const float* dpooled) {
   const OpTable& o = *n.ops;
@@ -706,12 +794,16 @@ void pool_rois_backward(MaskRcnn& n, const HeadPooling& hp, int count, const flo
 
 }  // namespace
 
-BoxHeadOutputs maskrcnn_box_forward(MaskRcnn& n, ParamStore& s, Arena& /*a*/, const float* rois, int count) {
+BoxHeadOutputs maskrcnn_box_forward(MaskRcnn& n, ParamStore& s, Arena& a, const float* rois, int count) {
   MLPD_CHECK(count > 0 && count <= n.spec.max_rois, "maskrcnn_box_forward: RoIs outside [1, max_rois]");
   MLPD_CHECK(n.batch > 0, "maskrcnn_box_forward: needs a backbone forward first");
   const OpTable& o = *n.ops;
-  pool_rois(n, n.box_pool, rois, count, n.box_pooled);
-  nn::forward(o, n.fc6, s, count);
+  {
+    ArenaScope scope(a);
+    nn::Linear fc6 = n.fc6;
+    fc6.x = pool_rois(n, n.box_pool, a, rois, count);
+    nn::forward(o, fc6, s, count);
+  }
   o.relu_forward(n.fc6.y, n.fc6.y, size_t(count) * n.fc6.out);
   nn::forward(o, n.fc7, s, count);
   o.relu_forward(n.fc7.y, n.fc7.y, size_t(count) * n.fc7.out);
@@ -726,10 +818,18 @@ const float* maskrcnn_mask_forward(MaskRcnn& n, ParamStore& s, Arena& a, const f
   MLPD_CHECK(n.batch > 0, "maskrcnn_mask_forward: needs a backbone forward first");
   const OpTable& o = *n.ops;
   const int M = 2 * n.spec.mask_pool;
-  pool_rois(n, n.mask_pool, rois, count, n.mask_pooled);
-  for (const ConvBiasRelu& l : n.mask_convs) forward(n, l, s, a, count);
-  deconv_forward(n, n.deconv, s, a, count);
-  nn::forward(o, n.mask_pred, s, count * M * M);
+  {
+    ArenaScope scope(a);
+    pool_rois(n, n.mask_pool, a, rois, count);
+  }
+  for (const ConvBiasRelu& l : n.mask_convs) {
+    ArenaScope scope(a);
+    forward(n, l, s, a, count);
+  }
+  ArenaScope scope(a);
+  nn::Linear pred = n.mask_pred;
+  pred.x = deconv_forward(n, n.deconv, s, a, count);
+  nn::forward(o, pred, s, count * M * M);
   n.last_masks = count;
   return n.mask_pred.y;
 }
@@ -745,17 +845,22 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
   const int M = 2 * n.spec.mask_pool;
   const int masks = g.mask_logits ? n.last_masks : 0;
   if (masks > 0) {
-    nn::backward(o, n.mask_pred, s, masks * M * M, g.mask_logits, n.deconv.dy);
+    ArenaScope scope(a);
+    float* turn[2] = {arena_floats(a, size_t(masks) * n.mask_grad_per_item[0]),
+                      arena_floats(a, size_t(masks) * n.mask_grad_per_item[1])};
+    {
+      ArenaScope pred_scope(a);
+      nn::Linear pred = n.mask_pred;
+      pred.x = nn::read_saved(o, n.deconv.out, a, masks);
+      nn::backward(o, pred, s, masks * M * M, g.mask_logits, turn[0]);
+    }
     ready(n.mask_pred.b);
     ready(n.mask_pred.w);
-    // deconv.dy now holds the gradient at the deconv's output; its backward reads it as dy_out.
-    float* dlast = n.mask_convs.empty() ? n.dmask_pooled : n.mask_convs.back().dy;
-    deconv_backward(n, n.deconv, s, a, masks, n.deconv.dy, dlast, ready);
-    for (size_t i = n.mask_convs.size(); i-- > 0;) {
-      float* dx = i == 0 ? n.dmask_pooled : n.mask_convs[i - 1].dy;
-      backward(n, n.mask_convs[i], s, a, masks, n.mask_convs[i].dy, dx, false, ready);
-    }
-    pool_rois_backward(n, n.mask_pool, masks, n.dmask_pooled);
+    deconv_backward(n, n.deconv, s, a, masks, turn[0], turn[1], ready);
+    int t = 1;  // the turn holding the gradient at the next layer's output
+    for (size_t i = n.mask_convs.size(); i-- > 0; t ^= 1)
+      backward(n, n.mask_convs[i], s, a, masks, turn[t], turn[t ^ 1], false, ready);
+    pool_rois_backward(n, n.mask_pool, masks, turn[t]);
   } else {
     for (size_t v : {n.mask_pred.b, n.mask_pred.w, n.deconv.b, n.deconv.w}) ready(v);
     for (size_t i = n.mask_convs.size(); i-- > 0;) {
@@ -766,6 +871,7 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
   // Box head.
   const int rois = g.cls_logits ? n.last_rois : 0;
   if (rois > 0) {
+    ArenaScope scope(a);
     nn::backward(o, n.bbox, s, rois, g.box_deltas, n.dfc7);
     ready(n.bbox.b);
     ready(n.bbox.w);
@@ -779,10 +885,13 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
     ready(n.fc7.b);
     ready(n.fc7.w);
     o.relu_backward(n.fc6.y, n.dfc6, n.dfc6, size_t(rois) * n.fc6.out);
-    nn::backward(o, n.fc6, s, rois, n.dfc6, n.dbox_pooled);
+    nn::Linear fc6 = n.fc6;
+    fc6.x = nn::read_saved(o, n.box_pool.pooled, a, rois);
+    float* dpooled = arena_floats(a, size_t(rois) * n.box_pool.pooled.per_item);
+    nn::backward(o, fc6, s, rois, n.dfc6, dpooled);
     ready(n.fc6.b);
     ready(n.fc6.w);
-    pool_rois_backward(n, n.box_pool, rois, n.dbox_pooled);
+    pool_rois_backward(n, n.box_pool, rois, dpooled);
   } else {
     for (const nn::Linear* l : {&n.bbox, &n.cls, &n.fc7, &n.fc6}) {
       ready(l->b);
@@ -803,9 +912,13 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
       dobj = lv.dobj;
       ddelta = lv.ddelta;
     }
-    nn::backward(o, lv.rpn_delta, s, rows, ddelta, lv.rpn_conv.dy);
-    nn::backward(o, lv.rpn_obj, s, rows, dobj, lv.drpn_hidden);
-    o.add_forward(lv.drpn_hidden, lv.rpn_conv.dy, lv.drpn_hidden, size_t(rows) * n.fc);
+    ArenaScope scope(a);
+    nn::Linear obj = lv.rpn_obj, delta = lv.rpn_delta;
+    obj.x = delta.x = nn::read_saved(o, lv.rpn_conv.out, a, batch);
+    float* dhidden_delta = arena_floats(a, size_t(rows) * n.fc);
+    nn::backward(o, delta, s, rows, ddelta, dhidden_delta);
+    nn::backward(o, obj, s, rows, dobj, lv.drpn_hidden);
+    o.add_forward(lv.drpn_hidden, dhidden_delta, lv.drpn_hidden, size_t(rows) * n.fc);
   }
   const FeatureLevel& l0 = n.levels[0];
   for (size_t v : {l0.rpn_delta.b, l0.rpn_delta.w, l0.rpn_obj.b, l0.rpn_obj.w}) ready(v);

@@ -67,6 +67,9 @@ struct MaskRcnnSpec {
   float bn_momentum = 0.9f, bn_eps = 1e-5f;
   Device device = Device::cpu;
   Precision precision = Precision::fp32;  // --precision: the op table (core/precision.h)
+  // Under bf16, keep as bf16 the activations that lose no bit by it (nn/bf16_storage.h): the RoIs'
+  // pooled features, the RPN's and the mask head's ReLU outputs. Off only to test that it is lossless.
+  bool bf16_storage = true;
 };
 
 // "maskrcnn_mini" (96x96 scenes: stride 8, 12x12x64) and "maskrcnn_r50" (ResNet-50 with the FPN,

@@ -1,0 +1,51 @@
+#include "nn/bf16_storage.h"
+
+#include <limits>
+
+#include "core/check.h"
+
+namespace mlpd::nn {
+
+void pack_items(const OpTable& o, const float* x, int n, size_t per_item, uint16_t* x16) {
+  const int w = static_cast<int>(per_item);
+  o.bf16_pack_rows(x, n, w, w, x16, w);
+}
+
+float* widened_items(const OpTable& o, Arena& a, const uint16_t* x16, int n, size_t per_item) {
+  const int w = static_cast<int>(per_item);
+  float* x = arena_floats(a, size_t(n) * per_item);
+  o.bf16_unpack_rows(x16, n, w, w, x, w);
+  return x;
+}
+
+SavedActivation make_saved_activation(DeviceBuffers& buf, size_t per_item, int max_items, bool bf16) {
+  MLPD_CHECK(per_item <= size_t(std::numeric_limits<int>::max()), "bf16_storage: an item too large for one row");
+  SavedActivation v;
+  v.per_item = per_item;
+  if (bf16)
+    v.b16 = buf.halves(per_item * size_t(max_items));
+  else
+    v.f32 = buf.floats(per_item * size_t(max_items));
+  return v;
+}
+
+float* write_target(const SavedActivation& v, Arena& a, int items) {
+  return v.b16 ? arena_floats(a, size_t(items) * v.per_item) : v.f32;
+}
+
+void keep(const OpTable& o, const SavedActivation& v, const float* y, int items) {
+  if (!v.b16) return;
+  // Packing an fp32 table's output would lose bits that an fp32 run keeps.
+  MLPD_CHECK(o.precision == Precision::bf16, "bf16_storage: a bf16 activation written by an fp32 op table");
+  pack_items(o, y, items, v.per_item, v.b16);
+}
+
+const float* read_saved(const OpTable& o, const SavedActivation& v, Arena& a, int items) {
+  return v.b16 ? widened_items(o, a, v.b16, items, v.per_item) : v.f32;
+}
+
+size_t scratch_floats(const SavedActivation& v, int items) {
+  return v.b16 ? arena_span(size_t(items) * v.per_item) : 0;
+}
+
+}  // namespace mlpd::nn

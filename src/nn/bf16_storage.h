@@ -1,0 +1,38 @@
+// Activations kept as bf16 between ops (--precision bf16), where that loses no bit: a value the
+// bf16 op table has already rounded (a GEMM's or convolution's output), or one that only GEMMs and
+// convolutions read (they round what they read) and, for a ReLU output, its own mask (the same on
+// the rounded value: rounding keeps a sign, and only a magnitude of at most 2^-134, a subnormal the
+// ranks flush to zero, rounds to zero). The fp32 ops read such a value widened into Arena scratch.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/arena.h"
+#include "kernels/device.h"
+#include "kernels/op_table.h"
+
+namespace mlpd::nn {
+
+// n items of per_item values, fp32 -> bf16 (rows of per_item values; per_item fits an int).
+void pack_items(const OpTable& o, const float* x, int n, size_t per_item, uint16_t* x16);
+// The same widened back into `count = n * per_item` floats of Arena scratch.
+float* widened_items(const OpTable& o, Arena& a, const uint16_t* x16, int n, size_t per_item);
+// What arena_floats(count) may take of an arena, with an alignment step to spare.
+inline size_t arena_span(size_t count) { return arena_floats_span(count) + 16; }
+
+// A saved activation [max_items, per_item]: an fp32 buffer, or under bf16 storage a bf16 one.
+struct SavedActivation {
+  float* f32 = nullptr;
+  uint16_t* b16 = nullptr;
+  size_t per_item = 0;
+};
+SavedActivation make_saved_activation(DeviceBuffers& buf, size_t per_item, int max_items, bool bf16);
+// Where a forward writes it: its own fp32 buffer, or Arena scratch that keep() then packs.
+float* write_target(const SavedActivation& v, Arena& a, int items);
+void keep(const OpTable& o, const SavedActivation& v, const float* y, int items);
+// What a reader gets: the fp32 buffer, or the bf16 copy widened into Arena scratch.
+const float* read_saved(const OpTable& o, const SavedActivation& v, Arena& a, int items);
+// Arena floats that write_target or read_saved take (0 for fp32 storage).
+size_t scratch_floats(const SavedActivation& v, int items);
+
+}  // namespace mlpd::nn
