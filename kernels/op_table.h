@@ -19,7 +19,7 @@ namespace mlpd {
   X(gemm) X(conv2d_scratch_floats) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)  \
   X(batchnorm_forward_train) X(batchnorm_forward_eval) X(batchnorm_backward) X(relu_forward)            \
   X(relu_backward) X(add_forward) X(add_relu_forward) X(copy_rows) X(bf16_round) X(bf16_round_rows)                                  \
-  X(bf16_pack_rows) X(bf16_unpack_rows) X(gemm_bf16) X(maxpool_forward) X(maxpool_backward)                                 \
+  X(bf16_pack_rows) X(bf16_unpack_rows) X(relu_backward_bf16) X(gemm_bf16) X(maxpool_forward) X(maxpool_backward)                                 \
   X(avgpool_forward) X(avgpool_backward) X(global_avgpool_forward) X(global_avgpool_backward)           \
   X(linear_forward) X(linear_backward) X(bias_grad) X(softmax_xent) X(sgd_momentum_update) X(lars_update)             \
   X(adam_update) X(lazy_adam_update) X(sum_squares) X(embedding_gather) X(embedding_scatter_add)         \

@@ -1,5 +1,6 @@
 // bf16 rounding and widening (kernels/op_signatures.inc: bf16_round*, bf16_pack_rows,
-// bf16_unpack_rows): the bit tricks of core/bf16.h, which the compiler vectorizes.
+// bf16_unpack_rows, relu_backward_bf16): the bit tricks of core/bf16.h, which the compiler
+// vectorizes.
 #include <cstddef>
 
 #include "core/bf16.h"
@@ -29,6 +30,10 @@ void bf16_unpack_rows(const uint16_t* x, int rows, int width, int ld_x, float* y
     float* yr = y + size_t(r) * ld_y;
     for (int j = 0; j < width; ++j) yr[j] = bf16_to_f32(xr[j]);
   }
+}
+
+void relu_backward_bf16(const uint16_t* y16, const float* dy, float* dx, size_t n) {
+  for (size_t i = 0; i < n; ++i) dx[i] = bf16_to_f32(y16[i]) > 0.0f ? dy[i] : 0.0f;
 }
 
 }  // namespace mlpd

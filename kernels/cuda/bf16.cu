@@ -1,5 +1,6 @@
-// bf16 rounding on the GPU (kernels/op_signatures.inc: bf16_round*, bf16_*pack_rows): grid-stride
-// loops over the rounding of core/bf16.h, so both devices give the same bits.
+// bf16 rounding on the GPU (kernels/op_signatures.inc: bf16_round*, bf16_*pack_rows,
+// relu_backward_bf16): grid-stride loops over the rounding of core/bf16.h, so both devices give the
+// same bits.
 #include <type_traits>
 
 #include "core/bf16.h"
@@ -39,6 +40,12 @@ __global__ void bf16_unpack_kernel(const uint16_t* x, int rows, int width, int l
   }
 }
 
+__global__ void relu_backward_bf16_kernel(const uint16_t* y16, const float* dy, float* dx, size_t n) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    dx[i] = bf16_to_f32(y16[i]) > 0.0f ? dy[i] : 0.0f;
+}
+
 template <class Out>
 void bf16_rows(const float* x, int rows, int width, int ld_x, Out* y, int ld_y) {
   if (rows <= 0 || width <= 0) return;
@@ -65,6 +72,12 @@ void bf16_pack_rows(const float* x, int rows, int width, int ld_x, uint16_t* y, 
 void bf16_unpack_rows(const uint16_t* x, int rows, int width, int ld_x, float* y, int ld_y) {
   if (rows <= 0 || width <= 0) return;
   bf16_unpack_kernel<<<blocks_for(size_t(rows) * width), kThreads, 0, stream()>>>(x, rows, width, ld_x, y, ld_y);
+  CUDA_CHECK_LAUNCH();
+}
+
+void relu_backward_bf16(const uint16_t* y16, const float* dy, float* dx, size_t n) {
+  if (n == 0) return;
+  relu_backward_bf16_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(y16, dy, dx, n);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -44,6 +44,14 @@ const float* read_saved(const OpTable& o, const SavedActivation& v, Arena& a, in
   return v.b16 ? widened_items(o, a, v.b16, items, v.per_item) : v.f32;
 }
 
+void relu_backward_saved(const OpTable& o, const SavedActivation& v, int items, float* dy) {
+  const size_t n = size_t(items) * v.per_item;
+  if (v.b16)
+    o.relu_backward_bf16(v.b16, dy, dy, n);
+  else
+    o.relu_backward(v.f32, dy, dy, n);
+}
+
 size_t scratch_floats(const SavedActivation& v, int items) {
   return v.b16 ? arena_span(size_t(items) * v.per_item) : 0;
 }

@@ -32,6 +32,8 @@ float* write_target(const SavedActivation& v, Arena& a, int items);
 void keep(const OpTable& o, const SavedActivation& v, const float* y, int items);
 // What a reader gets: the fp32 buffer, or the bf16 copy widened into Arena scratch.
 const float* read_saved(const OpTable& o, const SavedActivation& v, Arena& a, int items);
+// dy = dy * (y > 0) for a ReLU output y kept in v (under bf16 storage off its bits, unwidened).
+void relu_backward_saved(const OpTable& o, const SavedActivation& v, int items, float* dy);
 // Arena floats that write_target or read_saved take (0 for fp32 storage).
 size_t scratch_floats(const SavedActivation& v, int items);
 

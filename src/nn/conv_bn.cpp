@@ -89,10 +89,16 @@ void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n,
     ArenaScope bn_scope(a);
     BatchNorm bn = u.bn;
     if (u.conv_y16) bn.x = widened_items(o, a, u.conv_y16, n, u.out_per_image);
-    // The ReLU's mask, y > 0, is the same on the rounded y: rounding keeps a sign, and only a
-    // magnitude of at most 2^-134 (a subnormal; the ranks flush those to zero) rounds to zero.
-    if (u.y16) bn.y = widened_items(o, a, u.y16, n, u.out_per_image);
-    backward(o, bn, s, a, n, dy, dconv);
+    const float* g = dy;
+    if (u.y16) {
+      // The ReLU's mask, y > 0, is the same on the rounded y: rounding keeps a sign, and only a
+      // magnitude of at most 2^-134 (a subnormal; the ranks flush those to zero) rounds to zero.
+      // Applied off the kept bits, ahead of a BN backward without its own.
+      o.relu_backward_bf16(u.y16, dy, dconv, size_t(n) * u.out_per_image);
+      bn.relu = false;
+      g = dconv;
+    }
+    backward(o, bn, s, a, n, g, dconv);
   }
   ready(u.bn.beta);
   ready(u.bn.gamma);
@@ -112,7 +118,7 @@ size_t scratch_floats(const OpTable& o, const ConvBn& u, int n) {
   const size_t bn_backward = size_t(8) * u.c_out + 64;  // 4*c doubles, and a margin for the alignment
   const size_t fwd = input + conv_output + std::max(conv, output);
   // Backward: the gradient at the conv's output (act) under the BN's and then the conv's scratch.
-  const size_t bwd = act + std::max(conv_output + output + bn_backward, input + conv);
+  const size_t bwd = act + std::max(conv_output + bn_backward, input + conv);
   return std::max(fwd, bwd);
 }
 

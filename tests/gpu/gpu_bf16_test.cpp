@@ -51,6 +51,17 @@ TEST_F(GpuTest, Bf16RoundingHasTheCpuBits) {
   cpu().bf16_unpack_rows(packed.data(), rows, width, ld_y, widened.data(), ld_x);
   gpu().bf16_unpack_rows(gpacked.get(), rows, width, ld_y, gwidened.get(), ld_x);
   EXPECT_TRUE(same_bits("bf16_unpack_rows", gwidened.download(), widened));
+
+  // The ReLU mask off the packed bits (about half of them negative).
+  const size_t count = size_t(rows) * ld_y;
+  const auto dy = random_floats(count, 42);
+  std::vector<float> masked(count);
+  DeviceBuffer<float> gdy(dy), gmasked(count);
+  cpu().relu_backward_bf16(packed.data(), dy.data(), masked.data(), count);
+  gpu().relu_backward_bf16(gpacked.get(), gdy.get(), gmasked.get(), count);
+  EXPECT_TRUE(same_bits("relu_backward_bf16", gmasked.download(), masked));
+  gpu().relu_backward_bf16(gpacked.get(), gdy.get(), gdy.get(), count);  // in place
+  EXPECT_TRUE(same_bits("relu_backward_bf16 in place", gdy.download(), masked));
 }
 
 // The op itself on packed operands: both devices sum exact products in fp32, in different orders.

@@ -217,6 +217,28 @@ TEST(Bf16Unpack, WidensEveryBitPatternExactlyAndLeavesTheGaps) {
     }
 }
 
+// The ReLU mask read off bf16 bits is relu_backward's on the widened values, for every pattern
+// (zeros of both signs, subnormals, infinities, NaNs), in place too.
+TEST(Bf16ReluBackward, MasksAsReluBackwardDoesOnTheWidenedValues) {
+  const size_t n = 65536;
+  std::vector<uint16_t> y16(n);
+  std::vector<float> widened(n), dy(n);
+  for (size_t i = 0; i < n; ++i) {
+    y16[i] = static_cast<uint16_t>(i);
+    widened[i] = bf16_to_f32(y16[i]);
+    dy[i] = 0.25f + float(i % 97);
+  }
+  std::vector<float> want(n), got(n, 7.0f);
+  cpu_ops().relu_backward(widened.data(), dy.data(), want.data(), n);
+  cpu_ops().relu_backward_bf16(y16.data(), dy.data(), got.data(), n);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << "pattern " << i;
+  EXPECT_EQ(got[0x3f80], dy[0x3f80]);  // 1.0 passes
+  EXPECT_EQ(got[0x7f80], dy[0x7f80]);  // +inf passes
+  for (uint16_t blocked : {0x0000, 0x8000, 0xbf80, 0x7fc0, 0xff80}) EXPECT_EQ(got[blocked], 0.0f) << blocked;
+  cpu_ops().relu_backward_bf16(y16.data(), dy.data(), dy.data(), n);  // dx aliases dy
+  EXPECT_EQ(dy, got);
+}
+
 TEST(BiasGrad, AddsTheColumnSums) {
   const int n = 7, out = 5;
   const std::vector<float> dy = small_integers(size_t(n) * out, 8);

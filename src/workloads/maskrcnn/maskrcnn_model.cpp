@@ -238,19 +238,13 @@ const float* forward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Ar
   return y;
 }
 
-// dy = relu'(y) * dy, y read back from what out keeps (bf16 storage: widened for the call only).
-void relu_mask(const MaskRcnn& n, const nn::SavedActivation& out, Arena& a, int items, float* dy) {
-  ArenaScope scope(a);
-  n.ops->relu_backward(nn::read_saved(*n.ops, out, a, items), dy, dy, size_t(items) * out.per_item);
-}
-
 // dy: gradient at the layer's output, overwritten by the ReLU's mask (a ReLU layer's only); dx
 // (nullable) overwritten unless accumulate.
 void backward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, int items, float* dy, float* dx,
               bool accumulate, const std::function<void(size_t)>& ready) {
   ArenaScope scope(a);
   const int rows = items * l.rows_per_item;
-  if (l.relu) relu_mask(n, l.out, a, items, dy);
+  if (l.relu) nn::relu_backward_saved(*n.ops, l.out, items, dy);
   bias_backward(n, dy, rows, l.conv.dims.c_out, grad_ptr(s, l.b));
   ready(l.b);
   nn::Conv2d conv = l.conv;
@@ -260,14 +254,14 @@ void backward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a,
 }
 
 // Arena floats of the layer's forward (input, output, the convolution's scratch) or backward (the
-// output for the ReLU mask, then the input and the convolution's scratch) at `items`.
+// input and the convolution's scratch) at `items`.
 size_t forward_scratch_floats(const MaskRcnn& n, const ConvBiasRelu& l, int items) {
   const size_t input = l.x16 ? nn::arena_span(size_t(items) * l.in_per_item()) : 0;
   return input + nn::scratch_floats(l.out, items) + nn::scratch_floats(*n.ops, l.conv, items);
 }
 size_t backward_scratch_floats(const MaskRcnn& n, const ConvBiasRelu& l, int items) {
   const size_t input = l.x16 ? nn::arena_span(size_t(items) * l.in_per_item()) : 0;
-  return std::max(nn::scratch_floats(l.out, items), input + nn::scratch_floats(*n.ops, l.conv, items));
+  return input + nn::scratch_floats(*n.ops, l.conv, items);
 }
 
 const float* input_of(const MaskRcnn& n, const Deconv2x& l, Arena& a, int items) {
@@ -294,7 +288,7 @@ void deconv_backward(const MaskRcnn& n, const Deconv2x& l, ParamStore& s, Arena&
   ArenaScope scope(a);
   const ConvDims d = with_n(l.dims, items);
   const int rows = items * d.h * d.w;
-  relu_mask(n, l.out, a, items, dy);
+  nn::relu_backward_saved(*n.ops, l.out, items, dy);
   bias_backward(n, dy, rows, d.c_in, grad_ptr(s, l.b));
   ready(l.b);
   // y = conv^T(x, W): dW = correlation of dy (the conv's input) with x (the conv's output gradient).
@@ -309,7 +303,7 @@ size_t forward_scratch_floats(const MaskRcnn& n, const Deconv2x& l, int items) {
 }
 size_t backward_scratch_floats(const MaskRcnn& n, const Deconv2x& l, int items) {
   const size_t input = l.x16 ? nn::arena_span(size_t(items) * (l.dims.h / 2) * (l.dims.w / 2) * l.dims.c_out) : 0;
-  return std::max(nn::scratch_floats(l.out, items), input + n.ops->conv2d_scratch_floats(with_n(l.dims, items)));
+  return input + n.ops->conv2d_scratch_floats(with_n(l.dims, items));
 }
 
 double linear_flops(const nn::Linear& l) { return 2.0 * l.in * l.out; }
