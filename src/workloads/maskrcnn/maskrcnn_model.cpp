@@ -25,6 +25,7 @@ struct ConvBiasRelu {
   const uint16_t* x16 = nullptr;   // the input, where the layer before keeps it as bf16
   float* y() const { return out.f32; }  // the output of a layer that keeps it in fp32 (the FPN's)
   size_t in_per_item() const { return size_t(conv.dims.h) * conv.dims.w * conv.dims.c_in; }
+  const ConvDims& conv_dims() const { return conv.dims; }
 };
 
 // One level the RPN reads; the first `pooled levels` are also where RoIAlign pools from. Level 0's
@@ -82,6 +83,8 @@ struct Deconv2x {
   const float* x = nullptr;        // [n, h, w, c_in], or x16 where the layer before keeps it as bf16
   const uint16_t* x16 = nullptr;
   nn::SavedActivation out;         // [n, 2h, 2w, c_out]: only the predictor and the ReLU mask read it
+  size_t in_per_item() const { return size_t(dims.out_h()) * dims.out_w() * dims.c_out; }
+  const ConvDims& conv_dims() const { return dims; }
 };
 
 ConvDims with_n(ConvDims d, int n) {
@@ -253,20 +256,20 @@ void backward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a,
   ready(l.conv.w);
 }
 
-// Arena floats of the layer's forward (input, output, the convolution's scratch) or backward (the
-// input and the convolution's scratch) at `items`.
-size_t forward_scratch_floats(const MaskRcnn& n, const ConvBiasRelu& l, int items) {
+// Arena floats of a layer's backward (its input widened, the convolution's scratch) or forward (and
+// its output) at `items`.
+template <class Layer>
+size_t backward_scratch_floats(const MaskRcnn& n, const Layer& l, int items) {
   const size_t input = l.x16 ? nn::arena_span(size_t(items) * l.in_per_item()) : 0;
-  return input + nn::scratch_floats(l.out, items) + nn::scratch_floats(*n.ops, l.conv, items);
+  return input + n.ops->conv2d_scratch_floats(with_n(l.conv_dims(), items));
 }
-size_t backward_scratch_floats(const MaskRcnn& n, const ConvBiasRelu& l, int items) {
-  const size_t input = l.x16 ? nn::arena_span(size_t(items) * l.in_per_item()) : 0;
-  return input + nn::scratch_floats(*n.ops, l.conv, items);
+template <class Layer>
+size_t forward_scratch_floats(const MaskRcnn& n, const Layer& l, int items) {
+  return backward_scratch_floats(n, l, items) + nn::scratch_floats(l.out, items);
 }
 
 const float* input_of(const MaskRcnn& n, const Deconv2x& l, Arena& a, int items) {
-  return l.x16 ? nn::widened_items(*n.ops, a, l.x16, items, size_t(l.dims.h / 2) * (l.dims.w / 2) * l.dims.c_out)
-               : l.x;
+  return l.x16 ? nn::widened_items(*n.ops, a, l.x16, items, l.in_per_item()) : l.x;
 }
 
 // Returns the output in fp32, as forward() of a ConvBiasRelu.
@@ -295,15 +298,6 @@ void deconv_backward(const MaskRcnn& n, const Deconv2x& l, ParamStore& s, Arena&
   n.ops->conv2d_backward_weights(d, dy, input_of(n, l, a, items), grad_ptr(s, l.w), a);
   ready(l.w);
   n.ops->conv2d_forward(d, dy, param_ptr(s, l.w), dx, a);
-}
-
-size_t forward_scratch_floats(const MaskRcnn& n, const Deconv2x& l, int items) {
-  const size_t input = l.x16 ? nn::arena_span(size_t(items) * (l.dims.h / 2) * (l.dims.w / 2) * l.dims.c_out) : 0;
-  return input + nn::scratch_floats(l.out, items) + n.ops->conv2d_scratch_floats(with_n(l.dims, items));
-}
-size_t backward_scratch_floats(const MaskRcnn& n, const Deconv2x& l, int items) {
-  const size_t input = l.x16 ? nn::arena_span(size_t(items) * (l.dims.h / 2) * (l.dims.w / 2) * l.dims.c_out) : 0;
-  return input + n.ops->conv2d_scratch_floats(with_n(l.dims, items));
 }
 
 double linear_flops(const nn::Linear& l) { return 2.0 * l.in * l.out; }
@@ -484,7 +478,11 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
     n.rpn_delta_all = n.buffers.floats(mb * n.total_anchors * 4);
   }
 
-  // Box head (its pooled input: make_head_pooling).
+  // RoIAlign's outputs: the heads' inputs.
+  make_head_pooling(n, n.box_pool, spec.box_pool, spec.max_rois);
+  make_head_pooling(n, n.mask_pool, spec.mask_pool, spec.max_masks);
+
+  // Box head.
   const size_t R = size_t(spec.max_rois);
   const int pooled = spec.box_pool * spec.box_pool * n.fc;
   n.fc6 = nn::make_linear(s, "box.fc6", pooled, spec.box_fc);
@@ -501,11 +499,9 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
   n.dfc7 = n.buffers.floats(R * spec.box_fc);
   n.box_flops = linear_flops(n.fc6) + linear_flops(n.fc7) + linear_flops(n.cls) + linear_flops(n.bbox);
 
-  // Mask head (its pooled input: make_head_pooling).
+  // Mask head.
   const size_t MM = size_t(spec.max_masks);
   const int mp = spec.mask_pool;
-  make_head_pooling(n, n.box_pool, spec.box_pool, spec.max_rois);
-  make_head_pooling(n, n.mask_pool, spec.mask_pool, spec.max_masks);
   const float* x = n.mask_pool.pooled.f32;
   const uint16_t* x16 = n.mask_pool.pooled.b16;
   int c = n.fc;
