@@ -59,7 +59,6 @@ ConvBn make_conv_bn(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, c
   return make_unit(s, buf, spec, name, x, nullptr, h, w, c_in, c_out, k, stride, pad, relu, false);
 }
 
-
 void forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, bool train) {
   if (!u.conv_y16) {
     forward(o, u.conv, s, a, n);

@@ -231,7 +231,7 @@ void expect_bf16_storage_lossless(const MaskRcnnSpec& spec) {
   EXPECT_EQ(kept.params, wide.params);
   // The pooled RoIs of both heads, the RPN's hidden layer on every level, the mask convs' and the
   // deconv's outputs: two bytes a value instead of four.
-  MaskRcnnSpec s = spec;
+  const MaskRcnnSpec& s = spec;
   ParamStore store;
   auto net = build_maskrcnn(s, store);
   const int M = maskrcnn_mask_size(*net), mp = s.mask_pool;

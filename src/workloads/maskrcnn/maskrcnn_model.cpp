@@ -227,10 +227,12 @@ const float* input_of(const MaskRcnn& n, const ConvBiasRelu& l, Arena& a, int it
 }
 
 // Returns the output in fp32: the layer's own buffer, or (bf16 storage) Arena scratch that stays
-// the caller's until its ArenaScope ends.
-const float* forward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, int items) {
+// the caller's until its ArenaScope ends. x: the input in fp32 where the caller still holds it
+// (else the layer's own, or its bf16 copy widened).
+const float* forward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, int items,
+                     const float* x = nullptr) {
   nn::Conv2d conv = l.conv;
-  conv.x = input_of(n, l, a, items);
+  conv.x = x ? x : input_of(n, l, a, items);
   float* y = nn::write_target(l.out, a, items);
   conv.y = y;
   nn::forward(*n.ops, conv, s, a, items);
@@ -810,11 +812,14 @@ const float* maskrcnn_mask_forward(MaskRcnn& n, ParamStore& s, Arena& a, const f
   const int M = 2 * n.spec.mask_pool;
   {
     ArenaScope scope(a);
-    pool_rois(n, n.mask_pool, a, rois, count);
+    // The first conv reads the pooled RoIs as pooled, not widened back from their bf16 copy (the
+    // arena bound is the same: that copy would take their place).
+    const float* pooled = pool_rois(n, n.mask_pool, a, rois, count);
+    if (!n.mask_convs.empty()) forward(n, n.mask_convs[0], s, a, count, pooled);
   }
-  for (const ConvBiasRelu& l : n.mask_convs) {
+  for (size_t i = 1; i < n.mask_convs.size(); ++i) {
     ArenaScope scope(a);
-    forward(n, l, s, a, count);
+    forward(n, n.mask_convs[i], s, a, count);
   }
   ArenaScope scope(a);
   nn::Linear pred = n.mask_pred;
