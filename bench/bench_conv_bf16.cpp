@@ -110,7 +110,10 @@ int main(int argc, char** argv) {
   const OpTable& fp32 = ops_for(Device::cpu, Precision::fp32);
   const OpTable& bf16 = ops_for(Device::cpu, Precision::bf16);
   size_t scratch = 0;
-  for (const auto& d : kShapes) scratch = std::max(scratch, bf16.conv2d_scratch_floats(d));
+  for (bool direct : {false, true}) {  // each shape runs on both of the bf16 table's paths
+    conv_bf16_set_direct_enabled(direct);
+    for (const auto& d : kShapes) scratch = std::max(scratch, bf16.conv2d_scratch_floats(d));
+  }
   Arena arena;
   arena_init(arena, scratch * sizeof(float) + 4096);
   const bool native = direct_conv_bf16_supported(kShapes[1], ConvPass::forward);

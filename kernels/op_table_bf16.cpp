@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <utility>
 
 #include "core/arena.h"
 #include "kernels/cpu/conv_paths.h"
@@ -140,14 +141,27 @@ size_t conv_x_floats(const ConvDims& d) { return size_t(d.n) * d.h * d.w * d.c_i
 size_t conv_y_floats(const ConvDims& d) { return size_t(d.n) * d.out_h() * d.out_w() * d.c_out; }
 size_t conv_w_floats(const ConvDims& d) { return size_t(d.k) * d.k * d.c_in * d.c_out; }
 
-// The fp32 op's scratch after the two rounded operands of whichever pass needs the most.
+// Each pass's scratch on the path it takes (conv_bf16_use_direct, its switch included): the CPU's
+// bf16 kernel's, or the fp32 op's after that pass's two rounded operands. Turning the kernel off
+// moves passes to the rounded path, so a test or benchmark that does so sizes its arena for both.
 template <Device D>
 size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
   const size_t x = arena_floats_span(conv_x_floats(d)), y = arena_floats_span(conv_y_floats(d)),
                w = arena_floats_span(conv_w_floats(d));
-  const size_t rounded = ops_for(D).conv2d_scratch_floats(d) + std::max({x + w, y + w, x + y});
-  if constexpr (D == Device::cpu) return std::max(rounded, direct_conv_bf16_scratch_floats(d));
-  return rounded;
+  const size_t fp32 = ops_for(D).conv2d_scratch_floats(d);
+  const std::array<std::pair<ConvPass, size_t>, 3> passes{
+      {{ConvPass::forward, x + w}, {ConvPass::backward_data, y + w}, {ConvPass::backward_weights, x + y}}};
+  size_t need = 0;
+  for (const auto& [pass, operands] : passes) {
+    if constexpr (D == Device::cpu) {
+      if (conv_bf16_use_direct(d, pass)) {
+        need = std::max(need, direct_conv_bf16_scratch_floats(d));
+        continue;
+      }
+    }
+    need = std::max(need, fp32 + operands);
+  }
+  return need;
 }
 
 // The CPU's bf16 direct kernel, where its rule picks it for this pass: it rounds its operands as it

@@ -10,6 +10,7 @@
 // And the bf16 op table runs it where the rule picks it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -190,7 +191,11 @@ TEST(ConvBf16Table, RunsTheDirectKernelWhereTheRulePicksIt) {
   const ConvDims d{2, 8, 8, 16, 32, 3, 1, 1};
   const OpTable& t = ops_for(Device::cpu, Precision::bf16);
   Arena arena;
-  arena_init(arena, t.conv2d_scratch_floats(d) * sizeof(float) + 4096);
+  // Sized for both paths: with the kernel off, every pass runs on rounded fp32 operands.
+  conv_bf16_set_direct_enabled(false);
+  const size_t rounded_scratch = t.conv2d_scratch_floats(d);
+  conv_bf16_set_direct_enabled(true);
+  arena_init(arena, std::max(rounded_scratch, t.conv2d_scratch_floats(d)) * sizeof(float) + 4096);
   const auto x = random_vec(conv_in_size(d), 10), w = random_vec(conv_w_size(d), 11);
   const auto dy = random_vec(conv_out_size(d), 12), dw0 = random_vec(conv_w_size(d), 13);
   struct Outputs {
