@@ -69,12 +69,16 @@ void forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, 
   MLPD_CHECK(o.precision == Precision::bf16, "conv_bn: a unit built for bf16 storage run with an fp32 op table");
   ArenaScope scope(a);
   Conv2d conv = u.conv;
-  if (u.x16) conv.x = widened_items(o, a, u.x16, n, in_per_image(u));
   conv.y = arena_floats(a, size_t(n) * u.out_per_image);
-  forward(o, conv, s, a, n);
+  {
+    ArenaScope input_scope(a);  // the widened input is gone before the BN's operands come
+    if (u.x16) conv.x = widened_items(o, a, u.x16, n, in_per_image(u));
+    forward(o, conv, s, a, n);
+  }
   pack_items(o, conv.y, n, u.out_per_image, u.conv_y16);
   BatchNorm bn = u.bn;
   bn.x = conv.y;
+  if (u.residual16) bn.residual = widened_items(o, a, u.residual16, n, u.out_per_image);
   if (u.y16) bn.y = arena_floats(a, size_t(n) * u.out_per_image);
   forward(o, bn, s, n, train);
   if (u.y16) pack_items(o, bn.y, n, u.out_per_image, u.y16);
@@ -107,18 +111,35 @@ void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n,
   ready(u.conv.w);
 }
 
-size_t scratch_floats(const OpTable& o, const ConvBn& u, int n) {
+namespace {
+
+// A unit's Arena floats in its forward and in its backward (a block's own buffers come on top of
+// the second only).
+struct UnitScratch {
+  size_t forward = 0, backward = 0;
+};
+
+UnitScratch unit_scratch(const OpTable& o, const ConvBn& u, int n) {
   const size_t act = arena_span(size_t(n) * u.out_per_image);
   // bf16 storage: fp32 copies of what is kept as bf16.
   const size_t input = u.x16 ? arena_span(size_t(n) * in_per_image(u)) : 0;
   const size_t conv_output = u.conv_y16 ? act : 0;
   const size_t output = u.y16 ? act : 0;
+  const size_t residual = u.residual16 ? act : 0;
   const size_t conv = scratch_floats(o, u.conv, n);
   const size_t bn_backward = size_t(8) * u.c_out + 64;  // 4*c doubles, and a margin for the alignment
-  const size_t fwd = input + conv_output + std::max(conv, output);
+  // Forward: the conv's output, under the widened input and the conv's scratch, then the BN's.
+  const size_t fwd = conv_output + std::max(input + conv, residual + output);
   // Backward: the gradient at the conv's output (act) under the BN's and then the conv's scratch.
   const size_t bwd = act + std::max(conv_output + bn_backward, input + conv);
-  return std::max(fwd, bwd);
+  return {fwd, bwd};
+}
+
+}  // namespace
+
+size_t scratch_floats(const OpTable& o, const ConvBn& u, int n) {
+  const UnitScratch need = unit_scratch(o, u, n);
+  return std::max(need.forward, need.backward);
 }
 
 void init_conv_bn(const ConvBn& u, ParamStore& s, uint64_t seed, bool zero_gamma) {
@@ -140,18 +161,22 @@ double conv_flops_per_image(const Conv2d& c) {
 }
 
 ResidualBlock make_residual_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
-                                  const float* x, int h, int w, int c_in, const std::vector<UnitShape>& units) {
+                                  const BlockIo& io, int h, int w, int c_in, const std::vector<UnitShape>& units) {
   MLPD_CHECK(!units.empty(), "residual block without units: " + name);
+  MLPD_CHECK((io.x == nullptr) != (io.x16 == nullptr), "residual block: one input, fp32 or bf16, at " + name);
   ResidualBlock blk;
-  blk.in = x;
+  blk.in = io.x;
+  blk.in16 = io.x16;
   blk.in_per_image = size_t(h) * w * c_in;
-  const float* cur = x;
-  const uint16_t* cur16 = nullptr;
+  const float* cur = io.x;
+  const uint16_t* cur16 = io.x16;
   int ch = h, cw = w, cc = c_in, stride = 1;
   for (size_t i = 0; i < units.size(); ++i) {
     const UnitShape& u = units[i];
-    // bf16 storage: the next unit's convolution alone reads a unit's output, but not the last's.
-    const bool output_bf16 = spec.precision == Precision::bf16 && i + 1 < units.size();
+    // bf16 storage: the next unit's convolution alone reads a unit's output, but not the last's
+    // unless the block's output is kept as bf16.
+    const bool last = i + 1 == units.size();
+    const bool output_bf16 = spec.precision == Precision::bf16 && (!last || io.output_bf16);
     blk.main.push_back(make_unit(s, buf, spec, name + ".unit" + std::to_string(i + 1), cur, cur16, ch, cw, cc, u.c_out,
                                  u.k, u.stride, u.pad, true, output_bf16));
     const ConvBn& made = blk.main.back();
@@ -162,12 +187,14 @@ ResidualBlock make_residual_block(ParamStore& s, DeviceBuffers& buf, const ConvB
   }
   if (stride != 1 || cc != c_in) {
     blk.has_proj = true;
-    blk.proj = make_conv_bn(s, buf, spec, name + ".downsample", x, h, w, c_in, cc, 1, stride, 0, false);
+    blk.proj = make_unit(s, buf, spec, name + ".downsample", io.x, io.x16, h, w, c_in, cc, 1, stride, 0, false, false);
     MLPD_CHECK(blk.proj.out_per_image == blk.main.back().out_per_image, "residual block: shortcut shape mismatch in " + name);
   }
   ConvBn& last = blk.main.back();
-  last.bn.residual = blk.has_proj ? blk.proj.bn.y : x;
+  last.bn.residual = blk.has_proj ? blk.proj.bn.y : io.x;
+  if (!blk.has_proj) last.residual16 = io.x16;
   blk.out = last.bn.y;
+  blk.out16 = last.y16;
   blk.out_per_image = last.out_per_image;
   blk.out_h = ch;
   blk.out_w = cw;
@@ -176,14 +203,14 @@ ResidualBlock make_residual_block(ParamStore& s, DeviceBuffers& buf, const ConvB
 }
 
 ResidualBlock make_basic_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
-                               const float* x, int h, int w, int c_in, int c_out, int stride) {
-  return make_residual_block(s, buf, spec, name, x, h, w, c_in, {{c_out, 3, stride, 1}, {c_out, 3, 1, 1}});
+                               const BlockIo& io, int h, int w, int c_in, int c_out, int stride) {
+  return make_residual_block(s, buf, spec, name, io, h, w, c_in, {{c_out, 3, stride, 1}, {c_out, 3, 1, 1}});
 }
 
 ResidualBlock make_bottleneck_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec,
-                                    const std::string& name, const float* x, int h, int w, int c_in, int width,
+                                    const std::string& name, const BlockIo& io, int h, int w, int c_in, int width,
                                     int stride) {
-  return make_residual_block(s, buf, spec, name, x, h, w, c_in,
+  return make_residual_block(s, buf, spec, name, io, h, w, c_in,
                              {{width, 1, 1, 0}, {width, 3, stride, 1}, {4 * width, 1, 1, 0}});
 }
 
@@ -198,7 +225,10 @@ void backward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& 
   ArenaScope scope(a);
   // The final ReLU's mask applies to both the main path and the shortcut.
   float* g = arena_floats(a, blk.out_per_image * size_t(n));
-  o.relu_backward(blk.out, dy, g, blk.out_per_image * size_t(n));
+  if (blk.out16)
+    o.relu_backward_bf16(blk.out16, dy, g, blk.out_per_image * size_t(n));
+  else
+    o.relu_backward(blk.out, dy, g, blk.out_per_image * size_t(n));
   if (blk.has_proj) {
     backward(o, blk.proj, s, a, n, g, dx, accumulate_dx, ready);
   } else if (accumulate_dx) {
@@ -219,11 +249,15 @@ void backward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& 
 }
 
 size_t scratch_floats(const OpTable& o, const ResidualBlock& blk, int n) {
-  size_t units = blk.has_proj ? scratch_floats(o, blk.proj, n) : 0;
-  for (const ConvBn& u : blk.main) units = std::max(units, scratch_floats(o, u, n));
+  UnitScratch units = blk.has_proj ? unit_scratch(o, blk.proj, n) : UnitScratch{};
+  for (const ConvBn& u : blk.main) {
+    const UnitScratch need = unit_scratch(o, u, n);
+    units.forward = std::max(units.forward, need.forward);
+    units.backward = std::max(units.backward, need.backward);
+  }
   size_t gradients = arena_span(blk.out_per_image * size_t(n));
   for (size_t i = 0; i + 1 < blk.main.size(); ++i) gradients += arena_span(blk.main[i].out_per_image * size_t(n));
-  return gradients + units;
+  return std::max(units.forward, gradients + units.backward);
 }
 
 void init_residual_block(const ResidualBlock& blk, ParamStore& s, uint64_t seed, bool zero_init_residual) {
@@ -277,20 +311,28 @@ void append_block(Backbone& b, DeviceBuffers& buf, const ConvBnSpec& spec, Resid
   }
   b.flops += flops_per_image(blk);
   b.out = blk.out;
+  b.out16 = blk.out16;
   b.out_h = blk.out_h, b.out_w = blk.out_w, b.out_c = blk.c_out;
   b.blocks.push_back(std::move(blk));
+}
+
+BlockIo next_block_io(const Backbone& b, const ConvBnSpec& spec, BlockOutput out) {
+  return {b.out, b.out16, spec.precision == Precision::bf16 && out == BlockOutput::next_block_only};
 }
 
 }  // namespace
 
 void add_basic_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
-                     int c_out, int stride) {
-  append_block(b, buf, spec, make_basic_block(s, buf, spec, name, b.out, b.out_h, b.out_w, b.out_c, c_out, stride));
+                     int c_out, int stride, BlockOutput out) {
+  append_block(b, buf, spec,
+               make_basic_block(s, buf, spec, name, next_block_io(b, spec, out), b.out_h, b.out_w, b.out_c, c_out, stride));
 }
 
 void add_bottleneck_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec,
-                          const std::string& name, int width, int stride) {
-  append_block(b, buf, spec, make_bottleneck_block(s, buf, spec, name, b.out, b.out_h, b.out_w, b.out_c, width, stride));
+                          const std::string& name, int width, int stride, BlockOutput out) {
+  append_block(b, buf, spec,
+               make_bottleneck_block(s, buf, spec, name, next_block_io(b, spec, out), b.out_h, b.out_w, b.out_c, width,
+                                     stride));
 }
 
 void forward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, bool train) {

@@ -7,8 +7,11 @@
 // With --precision bf16 a unit keeps its convolution's output as bf16 (half the bytes): the bf16
 // convolution already rounds it to bf16 values, so nothing is lost; its BN reads it widened. Inside
 // a residual block a unit's output (but the last's) is kept as bf16 too: the next convolution
-// rounds it anyway, and the unit's ReLU mask is the same on the rounded value. So bf16 storage
+// rounds it anyway, and the unit's ReLU mask is the same on the rounded value. So far bf16 storage
 // changes no bit of a bf16 run (tests/nn/conv_bn_test.cpp).
+// A backbone's block outputs that only the next block reads are kept as bf16 too, as PyTorch's
+// autocast keeps them. That one does change bits: the next block's identity shortcut adds the
+// rounded value, so the residual stream is rounded to bf16 at every block boundary.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +49,9 @@ struct ConvBn {
   // (conv.x null). Null elsewhere.
   uint16_t* y16 = nullptr;
   const uint16_t* x16 = nullptr;
+  // bf16 storage: the residual its BN adds, kept as bf16 (bn.residual null): a block's input that
+  // the previous block kept as bf16, read by the identity shortcut.
+  const uint16_t* residual16 = nullptr;
 };
 
 // Registers conv weight, gamma, beta (in that order) and the running statistics.
@@ -71,8 +77,12 @@ struct ResidualBlock {
   std::vector<ConvBn> main;
   bool has_proj = false;
   ConvBn proj;
+  // The input, fp32 or (under bf16 storage) bf16, and the output likewise (the last unit's bn.y or
+  // y16): one of each pair is null.
   const float* in = nullptr;
-  float* out = nullptr;  // the last unit's bn.y
+  const uint16_t* in16 = nullptr;
+  float* out = nullptr;
+  uint16_t* out16 = nullptr;
   size_t in_per_image = 0, out_per_image = 0;
   int out_h = 0, out_w = 0, c_out = 0;
 };
@@ -80,13 +90,20 @@ struct ResidualBlock {
 struct UnitShape {
   int c_out, k, stride, pad;
 };
+// The input x, or x16 where the previous block keeps its output as bf16; output_bf16: keep this
+// block's output as bf16 (bf16 storage only; only another block may read it then).
+struct BlockIo {
+  const float* x = nullptr;
+  const uint16_t* x16 = nullptr;
+  bool output_bf16 = false;
+};
 // Units registered in order (each: conv weight, gamma, beta), then the shortcut.
 ResidualBlock make_residual_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
-                                  const float* x, int h, int w, int c_in, const std::vector<UnitShape>& units);
+                                  const BlockIo& io, int h, int w, int c_in, const std::vector<UnitShape>& units);
 ResidualBlock make_basic_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
-                               const float* x, int h, int w, int c_in, int c_out, int stride);
+                               const BlockIo& io, int h, int w, int c_in, int c_out, int stride);
 ResidualBlock make_bottleneck_block(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec,
-                                    const std::string& name, const float* x, int h, int w, int c_in, int width,
+                                    const std::string& name, const BlockIo& io, int h, int w, int c_in, int width,
                                     int stride);
 void forward(const OpTable& o, const ResidualBlock& blk, ParamStore& s, Arena& a, int n, bool train);
 // Views become ready in reverse registration order: the shortcut, then the units from the last.
@@ -111,7 +128,8 @@ struct Backbone {
   std::vector<ResidualBlock> blocks;
   float* dblock_in[2] = {nullptr, nullptr};  // gradients at block inputs, block i's in [i % 2]
   size_t dblock_in_floats = 0;
-  const float* out = nullptr;     // the last part's output
+  const float* out = nullptr;     // the last part's output (null where it is kept as bf16: out16)
+  const uint16_t* out16 = nullptr;
   int out_h = 0, out_w = 0, out_c = 0;
   double flops = 0.0;             // forward, per image
 };
@@ -119,11 +137,14 @@ struct Backbone {
 // The stem (k x k, stride, padding k/2) over `input` [h, w, c] per image, and the pool if asked.
 Backbone make_backbone(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const float* input, int h, int w,
                        int c, int stem_channels, int stem_kernel, int stem_stride, bool maxpool);
+// Who reads a block's output: the next block alone (under bf16 storage it is then kept as bf16),
+// or layers outside the backbone too (the head, an FPN's laterals, ssd's extra layers: kept fp32).
+enum class BlockOutput { next_block_only, read_outside };
 // Appends a basic block (bottleneck: a bottleneck block of that width) reading the current output.
 void add_basic_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
-                     int c_out, int stride);
+                     int c_out, int stride, BlockOutput out);
 void add_bottleneck_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec,
-                          const std::string& name, int width, int stride);
+                          const std::string& name, int width, int stride, BlockOutput out);
 void forward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, bool train);
 // dy: gradient at `out`. Views ready in reverse registration order (blocks from the last, the stem).
 void backward(const OpTable& o, const Backbone& b, ParamStore& s, Arena& a, int n, const float* dy, const ReadyFn& ready);

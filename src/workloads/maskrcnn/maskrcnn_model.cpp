@@ -405,10 +405,14 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
     for (int b = 0; b < spec.stages[st].blocks; ++b) {
       const std::string name = "layer" + std::to_string(st + 1) + "." + std::to_string(b);
       const int stride = b == 0 ? spec.stages[st].stride : 1;
+      // The FPN's laterals read each stage's last output; without it the RPN reads the last one.
+      const bool stage_end = b + 1 == spec.stages[st].blocks;
+      const bool read_outside = stage_end && (spec.fpn || st + 1 == spec.stages.size());
+      const nn::BlockOutput out = read_outside ? nn::BlockOutput::read_outside : nn::BlockOutput::next_block_only;
       if (spec.bottleneck)
-        nn::add_bottleneck_block(n.body, s, n.buffers, cb, name, spec.stages[st].channels, stride);
+        nn::add_bottleneck_block(n.body, s, n.buffers, cb, name, spec.stages[st].channels, stride, out);
       else
-        nn::add_basic_block(n.body, s, n.buffers, cb, name, spec.stages[st].channels, stride);
+        nn::add_basic_block(n.body, s, n.buffers, cb, name, spec.stages[st].channels, stride, out);
     }
     stage_block.push_back(int(n.body.blocks.size()) - 1);
   }

@@ -142,9 +142,12 @@ std::unique_ptr<Ssd> build_ssd(const SsdSpec& spec, ParamStore& s) {
   n.body = nn::make_backbone(s, n.buffers, cb, n.input, spec.in_h, spec.in_w, spec.in_c, spec.stem_channels,
                              spec.stem_kernel, spec.stem_stride, spec.stem_maxpool);
   for (size_t st = 0; st < spec.stages.size(); ++st)
-    for (int b = 0; b < spec.stages[st].blocks; ++b)
+    for (int b = 0; b < spec.stages[st].blocks; ++b) {
+      const bool last = st + 1 == spec.stages.size() && b + 1 == spec.stages[st].blocks;  // the extras read it
       nn::add_basic_block(n.body, s, n.buffers, cb, "layer" + std::to_string(st + 1) + "." + std::to_string(b),
-                          spec.stages[st].channels, b == 0 ? spec.stages[st].stride : 1);
+                          spec.stages[st].channels, b == 0 ? spec.stages[st].stride : 1,
+                          last ? nn::BlockOutput::read_outside : nn::BlockOutput::next_block_only);
+    }
   n.flops += n.body.flops;
   const float* x = n.body.out;
   int h = n.body.out_h, w = n.body.out_w, c = n.body.out_c;
