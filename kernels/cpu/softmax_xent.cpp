@@ -26,7 +26,7 @@ double softmax_xent(const float* logits, const int32_t* labels, int n, int class
     const double log_sum = std::log(sum) + zmax;  // log sum exp
     // loss = -sum_j t_j (z_j - lse) = lse - off*sum_z - (on - off)*z_label
     total += log_sum - off * sum_z - (on - off) * double(z[label]);
-    if (dlogits) {
+    if (dlogits) {  // may be logits: each z[j] is read before g[j] is written
       float* g = dlogits + size_t(i) * classes;
       for (int j = 0; j < classes; ++j) {
         const double p = std::exp(double(z[j]) - log_sum);

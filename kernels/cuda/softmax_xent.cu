@@ -1,6 +1,9 @@
 // Softmax cross-entropy with label smoothing on the GPU, forward and backward fused, with the
 // CPU's arithmetic (kernels/cpu/softmax_xent.cpp: exp and the sums in double). One warp per
-// sample: argmax, log-sum-exp and the gradient row. The loss sum and the correct count must be
+// sample: argmax, log-sum-exp and the gradient row. dlogits may be logits: lane 0's read of the
+// label's logit comes before the warp's __syncwarp, the other reads of a row before the warp sums
+// (shuffles every lane takes part in), and each lane overwrites only the elements it has just read
+// (so neither pointer is __restrict__). The loss sum and the correct count must be
 // the same bits every run, so there are no atomics: each warp writes its sample's loss and hit to
 // a device buffer of this file (no arena is passed in; the buffer grows on the first calls and is
 // then reused), and one block folds them in a fixed tree. The host waits for the two totals.
@@ -62,8 +65,8 @@ __device__ __forceinline__ double warp_sum(double v) {
 
 // off = ls / classes, on = 1 - ls + off: the smoothed target is on at the label, off elsewhere.
 __global__ void __launch_bounds__(kXentThreads)
-    softmax_xent_kernel(const float* __restrict__ logits, const int32_t* __restrict__ labels, int n, int classes,
-                        double off, double on, float grad_scale, float* __restrict__ dlogits,
+    softmax_xent_kernel(const float* logits, const int32_t* __restrict__ labels, int n, int classes,
+                        double off, double on, float grad_scale, float* dlogits,
                         double* __restrict__ sample_loss, int* __restrict__ sample_correct) {
   const int sample = int((size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
   if (sample >= n) return;  // the whole warp leaves together
@@ -109,6 +112,7 @@ __global__ void __launch_bounds__(kXentThreads)
     sample_loss[sample] = log_sum - off * sum_z - (on - off) * z_label;
     sample_correct[sample] = arg == label ? 1 : 0;
   }
+  __syncwarp();  // lane 0 has read z[label] before any lane overwrites the row in place
   if (dlogits) {
     float* g = dlogits + size_t(sample) * classes;
     for (int j = lane; j < classes; j += 32) {

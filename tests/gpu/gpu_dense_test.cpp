@@ -151,6 +151,14 @@ TEST_P(XentGpu, LossGradientAndCorrectMatchCpu) {
   const double bare = gpu().softmax_xent(gz.get(), glabels.get(), c.n, c.classes, c.label_smoothing, scale,
                                          nullptr, nullptr);
   EXPECT_TRUE(scalar_close("softmax_xent loss without outputs", bare, loss, 1e-5, 1e-5));
+  // In place (gnmt and transformer write the gradient over their logits): the same bits.
+  DeviceBuffer<float> in_place(z);
+  int in_place_correct = -1;
+  const double in_place_loss = gpu().softmax_xent(in_place.get(), glabels.get(), c.n, c.classes, c.label_smoothing,
+                                                  scale, in_place.get(), &in_place_correct);
+  EXPECT_TRUE(same_bits("softmax_xent loss in place", std::vector<double>{in_place_loss}, std::vector<double>{gloss}));
+  EXPECT_TRUE(same_bits("softmax_xent dlogits in place", in_place.download(), gdz.download()));
+  EXPECT_EQ(in_place_correct, gcorrect);
 }
 
 TEST_P(XentGpu, TwoRunsGiveTheSameBits) {

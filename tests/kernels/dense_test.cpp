@@ -80,6 +80,21 @@ TEST(SoftmaxXent, LabelSmoothedLossMatchesHandComputedValue) {
   EXPECT_EQ(correct, 0);  // argmax is class 2
 }
 
+TEST(SoftmaxXent, InPlaceGivesTheBitsOfSeparateBuffers) {
+  // gnmt and transformer write the gradient over their logits.
+  const int n = 5, classes = 11;
+  const auto z = random_vec(n * classes, 73, -3.0f, 3.0f);
+  const std::vector<int32_t> labels{0, 10, 4, 4, 7};
+  std::vector<float> dz(z.size()), in_place = z;
+  int correct = -1, correct_in_place = -2;
+  const double loss = softmax_xent(z.data(), labels.data(), n, classes, 0.1f, 0.5f, dz.data(), &correct);
+  const double loss_in_place =
+      softmax_xent(in_place.data(), labels.data(), n, classes, 0.1f, 0.5f, in_place.data(), &correct_in_place);
+  EXPECT_EQ(loss, loss_in_place);
+  EXPECT_EQ(correct, correct_in_place);
+  EXPECT_EQ(dz, in_place);
+}
+
 TEST(SoftmaxXent, SumsOverSamplesCountsCorrectAndGradientMatchesFiniteDifferences) {
   const int n = 4, classes = 7;
   auto z = random_vec(n * classes, 71, -3.0f, 3.0f);

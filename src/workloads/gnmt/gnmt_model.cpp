@@ -605,7 +605,7 @@ std::unique_ptr<Seq2Seq> build_gnmt(const GnmtSpec& spec, ParamStore& store) {
   g.ctx_tm = g.floats(mul(rt, H));
   g.yv = g.floats(mul(rt, H));
   g.logits = g.floats(mul(std::max<int64_t>(rt, rows_dec), g.V));
-  g.dlogits = g.floats(mul(rt, g.V));
+  g.dlogits = g.logits;  // softmax_xent writes the gradient over the logits, which nothing reads after
   g.dyv = g.floats(mul(rt, H));
   g.gates = g.floats(mul(rmax, 4 * H));
   g.dgates = g.floats(mul(std::max(rs, rt), 4 * H));

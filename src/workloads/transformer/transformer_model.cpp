@@ -615,7 +615,7 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
     L.cache_next = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
   }
   t.logits = t.floats(mul(std::max<int64_t>(rt, rows_dec), t.V));
-  t.dlogits = t.floats(mul(rt, t.V));
+  t.dlogits = t.logits;  // softmax_xent writes the gradient over the logits, which nothing reads after
   t.yv = t.floats(mul(rt, d));
   t.dyv = t.floats(mul(rt, d));
   t.g_y = t.floats(mul(rmax, d));
