@@ -8,8 +8,10 @@
 #include <cstdint>
 
 #include "core/arena.h"
+#include "core/param_store.h"
 #include "kernels/device.h"
 #include "kernels/op_table.h"
+#include "nn/layers.h"
 
 namespace mlpd::nn {
 
@@ -36,5 +38,13 @@ const float* read_saved(const OpTable& o, const SavedActivation& v, Arena& a, in
 void relu_backward_saved(const OpTable& o, const SavedActivation& v, int items, float* dy);
 // Arena floats that write_target or read_saved take (0 for fp32 storage).
 size_t scratch_floats(const SavedActivation& v, int items);
+
+// A Linear's backward (l.x ignored) whose input is kept in x, items of x.per_item values read as
+// rows of l.in. Under bf16 storage the GEMMs read x's bf16 bits as they are, with no fp32 copy:
+// the bf16 table's linear_backward on the widened copy gives the same bits, since it packs its
+// operands to those bits (tests/nn/maskrcnn_model_test.cpp compares the two storages).
+void linear_backward_saved(const OpTable& o, const Linear& l, const SavedActivation& x, ParamStore& s, Arena& a,
+                           int items, const float* dy, float* dx /*nullable*/);
+size_t linear_backward_saved_scratch_floats(const Linear& l, const SavedActivation& x, int items);
 
 }  // namespace mlpd::nn

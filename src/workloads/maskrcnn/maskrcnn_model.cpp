@@ -601,13 +601,14 @@ size_t maskrcnn_arena_bytes(const MaskRcnn& n) {
   for (const FeatureLevel& lv : n.levels)
     f = std::max({f, forward_scratch_floats(n, lv.rpn_conv, mb),
                   nn::scratch_floats(lv.rpn_conv.out, mb) + nn::arena_span(size_t(mb) * lv.cells() * n.fc)});
-  // The box head's backward: its pooled input and the gradient there.
+  // The box head's backward: the gradient at its pooled input, under fc6's backward.
   const nn::SavedActivation& box = n.box_pool.pooled;
-  f = std::max(f, nn::scratch_floats(box, mr) + nn::arena_span(size_t(mr) * box.per_item));
+  f = std::max(f, nn::arena_span(size_t(mr) * box.per_item) + nn::linear_backward_saved_scratch_floats(n.fc6, box, mr));
   // The mask head: each layer's forward; in backward, each layer's under the gradients' two buffers
-  // (the predictor's: the deconv's output read back).
+  // (the predictor's: its packed operands, the deconv's kept output read as it is).
   size_t mask_fwd = std::max(forward_scratch_floats(n, n.deconv, mm), nn::scratch_floats(n.mask_pool.pooled, mm));
-  size_t mask_bwd = std::max(backward_scratch_floats(n, n.deconv, mm), nn::scratch_floats(n.deconv.out, mm));
+  size_t mask_bwd = std::max(backward_scratch_floats(n, n.deconv, mm),
+                             nn::linear_backward_saved_scratch_floats(n.mask_pred, n.deconv.out, mm));
   for (const ConvBiasRelu& l : n.mask_convs) {
     mask_fwd = std::max(mask_fwd, forward_scratch_floats(n, l, mm));
     mask_bwd = std::max(mask_bwd, backward_scratch_floats(n, l, mm));
@@ -841,18 +842,12 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
   for (const FeatureLevel& lv : n.levels)
     zero_on(n.spec.device, lv.dfeat, sizeof(float) * size_t(batch) * lv.cells() * n.fc);
   // Mask head (registered last: its views finish first).
-  const int M = 2 * n.spec.mask_pool;
   const int masks = g.mask_logits ? n.last_masks : 0;
   if (masks > 0) {
     ArenaScope scope(a);
     float* turn[2] = {arena_floats(a, size_t(masks) * n.mask_grad_per_item[0]),
                       arena_floats(a, size_t(masks) * n.mask_grad_per_item[1])};
-    {
-      ArenaScope pred_scope(a);
-      nn::Linear pred = n.mask_pred;
-      pred.x = nn::read_saved(o, n.deconv.out, a, masks);
-      nn::backward(o, pred, s, masks * M * M, g.mask_logits, turn[0]);
-    }
+    nn::linear_backward_saved(o, n.mask_pred, n.deconv.out, s, a, masks, g.mask_logits, turn[0]);
     ready(n.mask_pred.b);
     ready(n.mask_pred.w);
     deconv_backward(n, n.deconv, s, a, masks, turn[0], turn[1], ready);
@@ -884,10 +879,8 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
     ready(n.fc7.b);
     ready(n.fc7.w);
     o.relu_backward(n.fc6.y, n.dfc6, n.dfc6, size_t(rois) * n.fc6.out);
-    nn::Linear fc6 = n.fc6;
-    fc6.x = nn::read_saved(o, n.box_pool.pooled, a, rois);
     float* dpooled = arena_floats(a, size_t(rois) * n.box_pool.pooled.per_item);
-    nn::backward(o, fc6, s, rois, n.dfc6, dpooled);
+    nn::linear_backward_saved(o, n.fc6, n.box_pool.pooled, s, a, rois, n.dfc6, dpooled);
     ready(n.fc6.b);
     ready(n.fc6.w);
     pool_rois_backward(n, n.box_pool, rois, dpooled);
