@@ -45,8 +45,8 @@ struct ConvBn {
   // (each pass points them at Arena scratch); fp32: null, and conv.y == bn.x is the output.
   uint16_t* conv_y16 = nullptr;
   // bf16 storage inside a residual block, where only the next unit's convolution reads a unit's
-  // output (it rounds what it reads): that output as bf16 (bn.y null), and the next unit's input
-  // (conv.x null). Null elsewhere.
+  // output (it rounds what it reads), and at a block's last unit whose output only the next block
+  // reads: that output as bf16 (bn.y null), and the next unit's input (conv.x null). Null elsewhere.
   uint16_t* y16 = nullptr;
   const uint16_t* x16 = nullptr;
   // bf16 storage: the residual its BN adds, kept as bf16 (bn.residual null): a block's input that
