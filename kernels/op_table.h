@@ -41,6 +41,10 @@ const OpTable& ops_for(Device d);
 // The table of a run's --precision: fp32 is ops_for(d); bf16 wraps its GEMM and convolution ops
 // (kernels/op_table_bf16.cpp, core/precision.h).
 const OpTable& ops_for(Device d, Precision p);
+// The bf16 table's linear_backward whose input is already bf16 bits (x16: n rows of `in`), so no
+// fp32 copy of it is made and packed again (a layer that keeps its input as bf16, nn/bf16_storage.h).
+void linear_backward_bf16_input(Device d, const uint16_t* x16, const float* dy, int n, int in, int out, const float* w,
+                                float* dx, float* dw, float* db);
 // Which kernel runs the bf16 table's GEMMs on this device: "cublas", or on the CPU "avx512bf16" or
 // "widen+openblas" (kernels/cpu/gemm_bf16.h). Their sums run in different orders, so a bf16
 // result is reproduced bit for bit only on the same one: the run summary records it.

@@ -124,17 +124,30 @@ void linear_forward_bf16(const float* x, int n, int in, int out, const float* w,
 
 // dx and dw from bf16 operands; the bias gradient is a sum, not a product: of dy as it came.
 template <Device D>
-void linear_backward_bf16(const float* x, const float* dy, int n, int in, int out, const float* w, float* dx,
-                          float* dw, float* db) {
+void linear_backward_on_packed(const uint16_t* x16, const uint16_t* dy16, const uint16_t* w16, const float* dy, int n,
+                               int in, int out, float* dx, float* dw, float* db) {
   const OpTable& o = ops_for(D);
-  const auto [dy16, x16, w16] =
-      pack_operands<D, 3>({{{dy, n, out, out}, {x, n, in, in}, {dx ? w : nullptr, in, out, out}}});
   if (dx) {
     o.gemm_bf16(false, true, n, in, out, 1.0f, dy16, out, w16, out, 0.0f, dx, in);
     o.bf16_round(dx, dx, size_t(n) * size_t(in));
   }
   o.gemm_bf16(true, false, in, out, n, 1.0f, x16, in, dy16, out, 1.0f, dw, out);
   if (db) o.bias_grad(dy, n, out, db);
+}
+
+template <Device D>
+void linear_backward_bf16(const float* x, const float* dy, int n, int in, int out, const float* w, float* dx,
+                          float* dw, float* db) {
+  const auto [dy16, x16, w16] =
+      pack_operands<D, 3>({{{dy, n, out, out}, {x, n, in, in}, {dx ? w : nullptr, in, out, out}}});
+  linear_backward_on_packed<D>(x16, dy16, w16, dy, n, in, out, dx, dw, db);
+}
+
+template <Device D>
+void linear_backward_x16(const uint16_t* x16, const float* dy, int n, int in, int out, const float* w, float* dx,
+                         float* dw, float* db) {
+  const auto [dy16, w16] = pack_operands<D, 2>({{{dy, n, out, out}, {dx ? w : nullptr, in, out, out}}});
+  linear_backward_on_packed<D>(x16, dy16, w16, dy, n, in, out, dx, dw, db);
 }
 
 size_t conv_x_floats(const ConvDims& d) { return size_t(d.n) * d.h * d.w * d.c_in; }
@@ -240,6 +253,12 @@ const OpTable& ops_for(Device d, Precision p) {
   }
   static const OpTable cuda = make_bf16_table<Device::cuda>();  // throws where the build has no CUDA
   return cuda;
+}
+
+void linear_backward_bf16_input(Device d, const uint16_t* x16, const float* dy, int n, int in, int out, const float* w,
+                                float* dx, float* dw, float* db) {
+  if (d == Device::cpu) return linear_backward_x16<Device::cpu>(x16, dy, n, in, out, w, dx, dw, db);
+  linear_backward_x16<Device::cuda>(x16, dy, n, in, out, w, dx, dw, db);
 }
 
 const char* bf16_gemm_kernel(Device d) { return d == Device::cuda ? "cublas" : gemm_bf16_path_name(); }

@@ -56,47 +56,19 @@ size_t scratch_floats(const SavedActivation& v, int items) {
   return v.b16 ? arena_span(size_t(items) * v.per_item) : 0;
 }
 
-namespace {
-
-int linear_rows(const Linear& l, const SavedActivation& x, int items) {
+void linear_backward_saved(const OpTable& o, const Linear& l, const SavedActivation& x, ParamStore& s, int items,
+                           const float* dy, float* dx) {
   MLPD_CHECK(l.in > 0 && x.per_item % size_t(l.in) == 0, "bf16_storage: a saved input that is not rows of the layer's");
   const size_t rows = size_t(items) * (x.per_item / size_t(l.in));
   MLPD_CHECK(rows <= size_t(std::numeric_limits<int>::max()), "bf16_storage: too many rows for one GEMM");
-  return static_cast<int>(rows);
-}
-
-size_t halves_span(size_t halves) { return arena_span((halves + 1) / 2); }
-
-}  // namespace
-
-void linear_backward_saved(const OpTable& o, const Linear& l, const SavedActivation& x, ParamStore& s, Arena& a,
-                           int items, const float* dy, float* dx) {
-  const int rows = linear_rows(l, x, items);
   if (!x.b16) {
     Linear fp32 = l;
     fp32.x = x.f32;
-    return backward(o, fp32, s, rows, dy, dx);
+    return backward(o, fp32, s, int(rows), dy, dx);
   }
-  // The bf16 table's linear_backward, its x operand already packed.
   MLPD_CHECK(o.precision == Precision::bf16, "bf16_storage: a bf16 activation read by an fp32 op table");
-  ArenaScope scope(a);
-  auto halves = [&a](size_t n) { return static_cast<uint16_t*>(arena_bytes(a, n * sizeof(uint16_t))); };
-  uint16_t* dy16 = halves(size_t(rows) * l.out);
-  o.bf16_pack_rows(dy, rows, l.out, l.out, dy16, l.out);
-  if (dx) {
-    uint16_t* w16 = halves(size_t(l.in) * l.out);
-    o.bf16_pack_rows(param_ptr(s, l.w), l.in, l.out, l.out, w16, l.out);
-    o.gemm_bf16(false, true, rows, l.in, l.out, 1.0f, dy16, l.out, w16, l.out, 0.0f, dx, l.in);
-    o.bf16_round(dx, dx, size_t(rows) * l.in);
-  }
-  o.gemm_bf16(true, false, l.in, l.out, rows, 1.0f, x.b16, l.in, dy16, l.out, 1.0f, grad_ptr(s, l.w), l.out);
-  o.bias_grad(dy, rows, l.out, grad_ptr(s, l.b));
-}
-
-size_t linear_backward_saved_scratch_floats(const Linear& l, const SavedActivation& x, int items) {
-  if (!x.b16) return 0;
-  const size_t rows = size_t(items) * (x.per_item / size_t(l.in));
-  return halves_span(rows * size_t(l.out)) + halves_span(size_t(l.in) * l.out);
+  linear_backward_bf16_input(o.device, x.b16, dy, int(rows), l.in, l.out, param_ptr(s, l.w), dx, grad_ptr(s, l.w),
+                             grad_ptr(s, l.b));
 }
 
 }  // namespace mlpd::nn

@@ -40,11 +40,10 @@ void relu_backward_saved(const OpTable& o, const SavedActivation& v, int items, 
 size_t scratch_floats(const SavedActivation& v, int items);
 
 // A Linear's backward (l.x ignored) whose input is kept in x, items of x.per_item values read as
-// rows of l.in. Under bf16 storage the GEMMs read x's bf16 bits as they are, with no fp32 copy:
-// the bf16 table's linear_backward on the widened copy gives the same bits, since it packs its
-// operands to those bits (tests/nn/maskrcnn_model_test.cpp compares the two storages).
-void linear_backward_saved(const OpTable& o, const Linear& l, const SavedActivation& x, ParamStore& s, Arena& a,
-                           int items, const float* dy, float* dx /*nullable*/);
-size_t linear_backward_saved_scratch_floats(const Linear& l, const SavedActivation& x, int items);
+// rows of l.in. Under bf16 storage the GEMMs read x's bf16 bits as they are, with no fp32 copy
+// (linear_backward_bf16_input): the bf16 table's linear_backward on the widened copy gives the
+// same bits, since it packs its operands to those bits (tests/nn/maskrcnn_model_test.cpp compares).
+void linear_backward_saved(const OpTable& o, const Linear& l, const SavedActivation& x, ParamStore& s, int items,
+                           const float* dy, float* dx /*nullable*/);
 
 }  // namespace mlpd::nn

@@ -140,6 +140,9 @@ Backbone make_backbone(ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec
 // Who reads a block's output: the next block alone (under bf16 storage it is then kept as bf16),
 // or layers outside the backbone too (the head, an FPN's laterals, ssd's extra layers: kept fp32).
 enum class BlockOutput { next_block_only, read_outside };
+inline BlockOutput block_output(bool read_outside) {
+  return read_outside ? BlockOutput::read_outside : BlockOutput::next_block_only;
+}
 // Appends a basic block (bottleneck: a bottleneck block of that width) reading the current output.
 void add_basic_block(Backbone& b, ParamStore& s, DeviceBuffers& buf, const ConvBnSpec& spec, const std::string& name,
                      int c_out, int stride, BlockOutput out);

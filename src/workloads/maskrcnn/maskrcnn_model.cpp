@@ -407,8 +407,7 @@ std::unique_ptr<MaskRcnn> build_maskrcnn(const MaskRcnnSpec& spec, ParamStore& s
       const int stride = b == 0 ? spec.stages[st].stride : 1;
       // The FPN's laterals read each stage's last output; without it the RPN reads the last one.
       const bool stage_end = b + 1 == spec.stages[st].blocks;
-      const bool read_outside = stage_end && (spec.fpn || st + 1 == spec.stages.size());
-      const nn::BlockOutput out = read_outside ? nn::BlockOutput::read_outside : nn::BlockOutput::next_block_only;
+      const nn::BlockOutput out = nn::block_output(stage_end && (spec.fpn || st + 1 == spec.stages.size()));
       if (spec.bottleneck)
         nn::add_bottleneck_block(n.body, s, n.buffers, cb, name, spec.stages[st].channels, stride, out);
       else
@@ -603,12 +602,11 @@ size_t maskrcnn_arena_bytes(const MaskRcnn& n) {
                   nn::scratch_floats(lv.rpn_conv.out, mb) + nn::arena_span(size_t(mb) * lv.cells() * n.fc)});
   // The box head's backward: the gradient at its pooled input, under fc6's backward.
   const nn::SavedActivation& box = n.box_pool.pooled;
-  f = std::max(f, nn::arena_span(size_t(mr) * box.per_item) + nn::linear_backward_saved_scratch_floats(n.fc6, box, mr));
+  f = std::max(f, nn::arena_span(size_t(mr) * box.per_item));
   // The mask head: each layer's forward; in backward, each layer's under the gradients' two buffers
-  // (the predictor's: its packed operands, the deconv's kept output read as it is).
+  // (the predictor reads the deconv's kept output as it is, and takes no arena).
   size_t mask_fwd = std::max(forward_scratch_floats(n, n.deconv, mm), nn::scratch_floats(n.mask_pool.pooled, mm));
-  size_t mask_bwd = std::max(backward_scratch_floats(n, n.deconv, mm),
-                             nn::linear_backward_saved_scratch_floats(n.mask_pred, n.deconv.out, mm));
+  size_t mask_bwd = backward_scratch_floats(n, n.deconv, mm);
   for (const ConvBiasRelu& l : n.mask_convs) {
     mask_fwd = std::max(mask_fwd, forward_scratch_floats(n, l, mm));
     mask_bwd = std::max(mask_bwd, backward_scratch_floats(n, l, mm));
@@ -847,7 +845,7 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
     ArenaScope scope(a);
     float* turn[2] = {arena_floats(a, size_t(masks) * n.mask_grad_per_item[0]),
                       arena_floats(a, size_t(masks) * n.mask_grad_per_item[1])};
-    nn::linear_backward_saved(o, n.mask_pred, n.deconv.out, s, a, masks, g.mask_logits, turn[0]);
+    nn::linear_backward_saved(o, n.mask_pred, n.deconv.out, s, masks, g.mask_logits, turn[0]);
     ready(n.mask_pred.b);
     ready(n.mask_pred.w);
     deconv_backward(n, n.deconv, s, a, masks, turn[0], turn[1], ready);
@@ -880,7 +878,7 @@ void maskrcnn_backward(MaskRcnn& n, ParamStore& s, Arena& a, const MaskRcnnGrads
     ready(n.fc7.w);
     o.relu_backward(n.fc6.y, n.dfc6, n.dfc6, size_t(rois) * n.fc6.out);
     float* dpooled = arena_floats(a, size_t(rois) * n.box_pool.pooled.per_item);
-    nn::linear_backward_saved(o, n.fc6, n.box_pool.pooled, s, a, rois, n.dfc6, dpooled);
+    nn::linear_backward_saved(o, n.fc6, n.box_pool.pooled, s, rois, n.dfc6, dpooled);
     ready(n.fc6.b);
     ready(n.fc6.w);
     pool_rois_backward(n, n.box_pool, rois, dpooled);

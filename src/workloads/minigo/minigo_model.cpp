@@ -49,7 +49,7 @@ std::unique_ptr<MinigoNet> build_minigo_net(const MinigoNetSpec& spec, ParamStor
   n.tower = nn::make_backbone(s, n.buffers, cb, n.input, b, b, spec.planes, spec.channels, 3, 1, false);
   for (int i = 0; i < spec.blocks; ++i)  // the heads read the last block's output
     nn::add_basic_block(n.tower, s, n.buffers, cb, "block" + std::to_string(i), spec.channels, 1,
-                        i + 1 == spec.blocks ? nn::BlockOutput::read_outside : nn::BlockOutput::next_block_only);
+                        nn::block_output(i + 1 == spec.blocks));
   n.flops += n.tower.flops;
   const float* x = n.tower.out;
   n.policy_conv = nn::make_conv_bn(s, n.buffers, cb, "policy", x, b, b, spec.channels, 2, 1, 1, 0, true);

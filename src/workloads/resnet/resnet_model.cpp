@@ -48,9 +48,6 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
   net->input = net->buffers.floats(net->input_per_image * mb);
   nn::Backbone& body = net->body;
   // The head reads the last block's output; the others are read by the next block alone.
-  const auto read_by = [](bool head) {
-    return head ? nn::BlockOutput::read_outside : nn::BlockOutput::next_block_only;
-  };
   if (spec.variant == "resnet20") {
     body = nn::make_backbone(s, net->buffers, cb, net->input, spec.in_h, spec.in_w, spec.in_c, 16, 3, 1, false);
     const int widths[3] = {16, 32, 64};
@@ -58,7 +55,7 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
       for (int b = 0; b < spec.blocks_per_stage; ++b)
         nn::add_basic_block(body, s, net->buffers, cb, "layer" + std::to_string(st + 1) + "." + std::to_string(b),
                             widths[st], (st > 0 && b == 0) ? 2 : 1,
-                            read_by(st == 2 && b + 1 == spec.blocks_per_stage));
+                            nn::block_output(st == 2 && b + 1 == spec.blocks_per_stage));
   } else {
     body = nn::make_backbone(s, net->buffers, cb, net->input, spec.in_h, spec.in_w, spec.in_c, 64, 7, 2, true);
     const int counts[4] = {3, 4, 6, 3};
@@ -67,7 +64,7 @@ std::unique_ptr<ResNet> build_resnet(const ResNetSpec& spec, ParamStore& s) {
       for (int b = 0; b < counts[st]; ++b)
         nn::add_bottleneck_block(body, s, net->buffers, cb,
                                  "layer" + std::to_string(st + 1) + "." + std::to_string(b), widths[st],
-                                 (st > 0 && b == 0) ? 2 : 1, read_by(st == 3 && b + 1 == counts[st]));
+                                 (st > 0 && b == 0) ? 2 : 1, nn::block_output(st == 3 && b + 1 == counts[st]));
   }
   net->flops = body.flops;
   const int h = body.out_h, w = body.out_w, c = body.out_c;

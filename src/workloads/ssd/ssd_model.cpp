@@ -146,7 +146,7 @@ std::unique_ptr<Ssd> build_ssd(const SsdSpec& spec, ParamStore& s) {
       const bool last = st + 1 == spec.stages.size() && b + 1 == spec.stages[st].blocks;  // the extras read it
       nn::add_basic_block(n.body, s, n.buffers, cb, "layer" + std::to_string(st + 1) + "." + std::to_string(b),
                           spec.stages[st].channels, b == 0 ? spec.stages[st].stride : 1,
-                          last ? nn::BlockOutput::read_outside : nn::BlockOutput::next_block_only);
+                          nn::block_output(last));
     }
   n.flops += n.body.flops;
   const float* x = n.body.out;
