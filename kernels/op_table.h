@@ -45,6 +45,23 @@ const OpTable& ops_for(Device d, Precision p);
 // fp32 copy of it is made and packed again (a layer that keeps its input as bf16, nn/bf16_storage.h).
 void linear_backward_bf16_input(Device d, const uint16_t* x16, const float* dy, int n, int in, int out, const float* w,
                                 float* dx, float* dw, float* db);
+// The bf16 table's convolution passes with one activation operand given as bf16 bits, as a layer
+// keeps it: where the CPU's bf16 kernel runs the pass it packs the bits as they are, with no fp32
+// copy; elsewhere they are widened into the arena for the table's pass. The bits of the table's
+// pass on the widened operand either way.
+void conv2d_forward_bf16_input(Device dev, const ConvDims& d, const uint16_t* x16, const float* w, float* y,
+                               Arena& arena);
+void conv2d_backward_data_bf16_input(Device dev, const ConvDims& d, const uint16_t* dy16, const float* w, float* dx,
+                                     Arena& arena, bool accumulate);
+void conv2d_backward_weights_bf16_input(Device dev, const ConvDims& d, const uint16_t* x16, const float* dy,
+                                        float* dw, Arena& arena);
+void conv2d_backward_weights_bf16_input(Device dev, const ConvDims& d, const float* x, const uint16_t* dy16,
+                                        float* dw, Arena& arena);
+// Which operand a layer keeps as bf16: the image (x of forward and backward_weights), or a
+// transposed convolution's input (dy of backward_data and backward_weights).
+enum class Bf16Operand { image, output_gradient };
+// Arena floats of those two passes: the table's, and the widened operand where a pass widens it.
+size_t conv2d_scratch_floats_bf16_input(Device dev, const ConvDims& d, Bf16Operand kept);
 // Which kernel runs the bf16 table's GEMMs on this device: "cublas", or on the CPU "avx512bf16" or
 // "widen+openblas" (kernels/cpu/gemm_bf16.h). Their sums run in different orders, so a bf16
 // result is reproduced bit for bit only on the same one: the run summary records it.

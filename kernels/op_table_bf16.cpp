@@ -255,6 +255,67 @@ const OpTable& ops_for(Device d, Precision p) {
   return cuda;
 }
 
+namespace {
+
+// Whether the CPU's bf16 kernel runs this pass (it reads bf16 bits as they are).
+bool direct_bf16_pass(Device dev, const ConvDims& d, ConvPass pass) {
+  return dev == Device::cpu && conv_bf16_use_direct(d, pass);
+}
+
+// An operand of `floats` values (d.n images) widened into the arena, the caller's scope.
+const float* widened_operand(Device dev, const ConvDims& d, const uint16_t* p, size_t floats, Arena& a) {
+  float* f = arena_floats(a, floats);
+  if (d.n == 0) return f;
+  const int per_image = int(floats / size_t(d.n));
+  ops_for(dev).bf16_unpack_rows(p, d.n, per_image, per_image, f, per_image);
+  return f;
+}
+
+}  // namespace
+
+void conv2d_forward_bf16_input(Device dev, const ConvDims& d, const uint16_t* x16, const float* w, float* y,
+                               Arena& arena) {
+  if (direct_bf16_pass(dev, d, ConvPass::forward)) return direct_conv_bf16_forward(d, x16, w, y, arena);
+  ArenaScope scope(arena);
+  const float* x = widened_operand(dev, d, x16, conv_x_floats(d), arena);
+  ops_for(dev, Precision::bf16).conv2d_forward(d, x, w, y, arena);
+}
+
+void conv2d_backward_data_bf16_input(Device dev, const ConvDims& d, const uint16_t* dy16, const float* w, float* dx,
+                                     Arena& arena, bool accumulate) {
+  if (direct_bf16_pass(dev, d, ConvPass::backward_data))
+    return direct_conv_bf16_backward_data(d, dy16, w, dx, arena, accumulate);
+  ArenaScope scope(arena);
+  const float* dy = widened_operand(dev, d, dy16, conv_y_floats(d), arena);
+  ops_for(dev, Precision::bf16).conv2d_backward_data(d, dy, w, dx, arena, accumulate);
+}
+
+void conv2d_backward_weights_bf16_input(Device dev, const ConvDims& d, const uint16_t* x16, const float* dy,
+                                        float* dw, Arena& arena) {
+  if (direct_bf16_pass(dev, d, ConvPass::backward_weights))
+    return direct_conv_bf16_backward_weights(d, x16, dy, dw, arena);
+  ArenaScope scope(arena);
+  const float* x = widened_operand(dev, d, x16, conv_x_floats(d), arena);
+  ops_for(dev, Precision::bf16).conv2d_backward_weights(d, x, dy, dw, arena);
+}
+
+void conv2d_backward_weights_bf16_input(Device dev, const ConvDims& d, const float* x, const uint16_t* dy16,
+                                        float* dw, Arena& arena) {
+  if (direct_bf16_pass(dev, d, ConvPass::backward_weights))
+    return direct_conv_bf16_backward_weights(d, x, dy16, dw, arena);
+  ArenaScope scope(arena);
+  const float* dy = widened_operand(dev, d, dy16, conv_y_floats(d), arena);
+  ops_for(dev, Precision::bf16).conv2d_backward_weights(d, x, dy, dw, arena);
+}
+
+size_t conv2d_scratch_floats_bf16_input(Device dev, const ConvDims& d, Bf16Operand kept) {
+  const bool image = kept == Bf16Operand::image;
+  const ConvPass other = image ? ConvPass::forward : ConvPass::backward_data;
+  const bool widens = !direct_bf16_pass(dev, d, other) || !direct_bf16_pass(dev, d, ConvPass::backward_weights);
+  const size_t widened = widens ? arena_floats_span(image ? conv_x_floats(d) : conv_y_floats(d)) : 0;
+  return ops_for(dev, Precision::bf16).conv2d_scratch_floats(d) + widened;
+}
+
 void linear_backward_bf16_input(Device d, const uint16_t* x16, const float* dy, int n, int in, int out, const float* w,
                                 float* dx, float* dw, float* db) {
   if (d == Device::cpu) return linear_backward_x16<Device::cpu>(x16, dy, n, in, out, w, dx, dw, db);

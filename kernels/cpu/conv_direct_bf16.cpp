@@ -105,6 +105,29 @@ void pixels_to_pairs(const float* src, size_t npix, int c, uint32_t* dst) {
   for (size_t p = 0; p < npix; ++p) to_bf16(src + p * c, c, halves(dst + p * pairs(c)));
 }
 
+// The same two from bf16 bits (an activation kept as bf16), copied as they are: they are already
+// the values the fp32 helpers round to (bf16 inputs a table widened and rounded back are unchanged).
+void interleave_bf16(const uint16_t* a, const uint16_t* b, int n, uint16_t* dst) {
+  alignas(64) static constexpr uint16_t kIdx[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
+                                                    37, 6, 38, 7, 39, 8,  40, 9,  41, 10, 42,
+                                                    11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i idx = _mm512_load_si512(kIdx);
+  for (int i = 0; i < n; i += 16) {
+    const int len = std::min(16, n - i);
+    const __mmask32 m = __mmask32((1u << len) - 1);
+    const __m512i va = a ? _mm512_maskz_loadu_epi16(m, a + i) : _mm512_setzero_si512();
+    const __m512i vb = b ? _mm512_maskz_loadu_epi16(m, b + i) : _mm512_setzero_si512();
+    const __m512i paired = _mm512_permutex2var_epi16(va, idx, vb);  // a[j] at 2j, b[j] at 2j + 1
+    const __mmask32 m2 = len == 16 ? __mmask32(0xffffffffu) : __mmask32((1u << (2 * len)) - 1);
+    _mm512_mask_storeu_epi16(dst + 2 * i, m2, paired);
+  }
+}
+
+void pixels_to_pairs(const uint16_t* src, size_t npix, int c, uint32_t* dst) {
+  if (c % 2 == 0) return (void)std::memcpy(dst, src, sizeof(uint16_t) * npix * c);
+  for (size_t p = 0; p < npix; ++p) std::memcpy(dst + p * pairs(c), src + p * c, sizeof(uint16_t) * c);
+}
+
 __m512bh as_bh(__m512i v) { return reinterpret_cast<const __m512bh&>(v); }
 
 // Each lane as round_to_bf16 (core/bf16.h) gives it, bit for bit: to nearest, ties to even, a NaN
@@ -238,7 +261,10 @@ size_t direct_conv_bf16_scratch_floats(const ConvDims& d) {
   return std::max({fwd_words(d), bwd_data_words(d), bwd_weights_words(d)}) + 16;
 }
 
-void direct_conv_bf16_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena) {
+namespace {
+
+template <class X>
+void forward_pass(const ConvDims& d, const X* x, const float* w, float* y, Arena& arena) {
   MLPD_CHECK(direct_conv_bf16_supported(d, ConvPass::forward), "bf16 direct conv: unsupported forward shape");
 #ifdef MLPD_CONV_BF16_NATIVE
   ArenaScope scope(arena);
@@ -259,7 +285,7 @@ void direct_conv_bf16_forward(const ConvDims& d, const float* x, const float* w,
   const int v = pick_v(co);
   const ptrdiff_t rs = ptrdiff_t(s) * cp;
   for (int n = 0; n < d.n; ++n) {
-    const float* xn = x + size_t(n) * d.h * d.w * ci;
+    const X* xn = x + size_t(n) * d.h * d.w * ci;
     for (int ih = 0; ih < d.h; ++ih)
       pixels_to_pairs(xn + size_t(ih) * d.w * ci, d.w, ci, xp + (size_t(ih + d.pad) * wp + d.pad) * cp);
     for (int co0 = 0; co0 < co; co0 += 16 * v) {
@@ -279,7 +305,8 @@ void direct_conv_bf16_forward(const ConvDims& d, const float* x, const float* w,
 #endif
 }
 
-void direct_conv_bf16_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx, Arena& arena,
+template <class DY>
+void backward_data_pass(const ConvDims& d, const DY* dy, const float* w, float* dx, Arena& arena,
                                     bool accumulate) {
   MLPD_CHECK(direct_conv_bf16_supported(d, ConvPass::backward_data),
              "bf16 direct conv: unsupported backward-data shape");
@@ -301,7 +328,7 @@ void direct_conv_bf16_backward_data(const ConvDims& d, const float* dy, const fl
   int toff[kMaxTaps];
   const uint16_t* tw[kMaxTaps];
   for (int n = 0; n < d.n; ++n) {
-    const float* dyn = dy + size_t(n) * oh_n * ow_n * co;
+    const DY* dyn = dy + size_t(n) * oh_n * ow_n * co;
     float* dxn = dx + size_t(n) * d.h * d.w * ci;
     for (int oh = 0; oh < oh_n; ++oh)
       pixels_to_pairs(dyn + size_t(oh) * ow_n * co, ow_n, co, dyp + (size_t(oh + bd) * owp + bd) * cp);
@@ -331,7 +358,8 @@ void direct_conv_bf16_backward_data(const ConvDims& d, const float* dy, const fl
 #endif
 }
 
-void direct_conv_bf16_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
+template <class X, class DY>
+void backward_weights_pass(const ConvDims& d, const X* x, const DY* dy, float* dw,
                                        Arena& arena) {
   MLPD_CHECK(direct_conv_bf16_supported(d, ConvPass::backward_weights),
              "bf16 direct conv: unsupported backward-weights shape");
@@ -348,19 +376,19 @@ void direct_conv_bf16_backward_weights(const ConvDims& d, const float* x, const 
   // c_in rows per tile: the largest divisor of c_in that fits the register budget.
   int r = std::min(ci, v == 1 ? 16 : 8);
   while (ci % r != 0) --r;
-  auto x_row = [&](const float* xn, int ih) {  // padded row ih, or null in the padding
+  auto x_row = [&](const X* xn, int ih) -> const X* {  // padded row ih, or null in the padding
     const int row = ih - d.pad;
     return row >= 0 && row < d.h ? xn + size_t(row) * d.w * ci : nullptr;
   };
   for (int n = 0; n < d.n; ++n) {
-    const float* xn = x + size_t(n) * d.h * d.w * ci;
-    const float* dyn = dy + size_t(n) * oh_n * ow_n * co;
+    const X* xn = x + size_t(n) * d.h * d.w * ci;
+    const DY* dyn = dy + size_t(n) * oh_n * ow_n * co;
     for (int ih = 0; ih < hp; ++ih) {
       if (ih % (2 * s) >= k) continue;  // no tap starts a row pair here (k < 2s: 1x1 stride 2)
       interleave_bf16(x_row(xn, ih), x_row(xn, ih + s), d.w * ci, halves(xk + (size_t(ih) * wp + d.pad) * ci));
     }
     for (int m = 0; m < ohq; ++m) {
-      const float* even = dyn + size_t(2 * m) * ow_n * co;
+      const DY* even = dyn + size_t(2 * m) * ow_n * co;
       interleave_bf16(even, 2 * m + 1 < oh_n ? even + size_t(ow_n) * co : nullptr, ow_n * co,
                       dyk + size_t(m) * ow_n * co * 2);
     }
@@ -377,6 +405,35 @@ void direct_conv_bf16_backward_weights(const ConvDims& d, const float* x, const 
 #else
   (void)x, (void)dy, (void)dw, (void)arena;
 #endif
+}
+
+}  // namespace
+
+void direct_conv_bf16_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena) {
+  forward_pass(d, x, w, y, arena);
+}
+void direct_conv_bf16_forward(const ConvDims& d, const uint16_t* x, const float* w, float* y, Arena& arena) {
+  forward_pass(d, x, w, y, arena);
+}
+void direct_conv_bf16_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx, Arena& arena,
+                                    bool accumulate) {
+  backward_data_pass(d, dy, w, dx, arena, accumulate);
+}
+void direct_conv_bf16_backward_data(const ConvDims& d, const uint16_t* dy, const float* w, float* dx, Arena& arena,
+                                    bool accumulate) {
+  backward_data_pass(d, dy, w, dx, arena, accumulate);
+}
+void direct_conv_bf16_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
+                                       Arena& arena) {
+  backward_weights_pass(d, x, dy, dw, arena);
+}
+void direct_conv_bf16_backward_weights(const ConvDims& d, const uint16_t* x, const float* dy, float* dw,
+                                       Arena& arena) {
+  backward_weights_pass(d, x, dy, dw, arena);
+}
+void direct_conv_bf16_backward_weights(const ConvDims& d, const float* x, const uint16_t* dy, float* dw,
+                                       Arena& arena) {
+  backward_weights_pass(d, x, dy, dw, arena);
 }
 
 }  // namespace mlpd

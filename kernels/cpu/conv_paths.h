@@ -6,6 +6,7 @@
 //           no GEMM packing. Needs -mavx512f; without it direct_*_supported() is always false.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/ops.h"
 
@@ -45,6 +46,15 @@ void direct_conv_bf16_forward(const ConvDims& d, const float* x, const float* w,
 void direct_conv_bf16_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx,
                                     Arena& arena, bool accumulate);
 void direct_conv_bf16_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw,
+                                       Arena& arena);
+// The same passes with an activation operand given as bf16 bits (one a layer keeps as bf16),
+// packed as they are: the bits of the fp32 passes on that operand widened, with no fp32 copy.
+void direct_conv_bf16_forward(const ConvDims& d, const uint16_t* x, const float* w, float* y, Arena& arena);
+void direct_conv_bf16_backward_data(const ConvDims& d, const uint16_t* dy, const float* w, float* dx,
+                                    Arena& arena, bool accumulate);
+void direct_conv_bf16_backward_weights(const ConvDims& d, const uint16_t* x, const float* dy, float* dw,
+                                       Arena& arena);
+void direct_conv_bf16_backward_weights(const ConvDims& d, const float* x, const uint16_t* dy, float* dw,
                                        Arena& arena);
 
 // The per-shape rule the public conv2d_* functions follow (measured with bench_conv).

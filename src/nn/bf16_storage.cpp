@@ -71,4 +71,21 @@ void linear_backward_saved(const OpTable& o, const Linear& l, const SavedActivat
                              grad_ptr(s, l.b));
 }
 
+void forward_image_bf16(const OpTable& o, const Conv2d& l, const uint16_t* x16, ParamStore& s, Arena& a, int n) {
+  MLPD_CHECK(o.precision == Precision::bf16, "bf16_storage: a bf16 activation read by an fp32 op table");
+  conv2d_forward_bf16_input(o.device, with_n(l.dims, n), x16, param_ptr(s, l.w), l.y, a);
+}
+
+void backward_image_bf16(const OpTable& o, const Conv2d& l, const uint16_t* x16, ParamStore& s, Arena& a, int n,
+                         const float* dy, float* dx, bool accumulate_dx) {
+  MLPD_CHECK(o.precision == Precision::bf16, "bf16_storage: a bf16 activation read by an fp32 op table");
+  const ConvDims d = with_n(l.dims, n);
+  conv2d_backward_weights_bf16_input(o.device, d, x16, dy, grad_ptr(s, l.w), a);
+  if (dx) o.conv2d_backward_data(d, dy, param_ptr(s, l.w), dx, a, accumulate_dx);
+}
+
+size_t scratch_floats_image_bf16(const OpTable& o, const Conv2d& l, int n) {
+  return conv2d_scratch_floats_bf16_input(o.device, with_n(l.dims, n), Bf16Operand::image);
+}
+
 }  // namespace mlpd::nn

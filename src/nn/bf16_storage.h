@@ -46,4 +46,12 @@ size_t scratch_floats(const SavedActivation& v, int items);
 void linear_backward_saved(const OpTable& o, const Linear& l, const SavedActivation& x, ParamStore& s, int items,
                            const float* dy, float* dx /*nullable*/);
 
+// A convolution whose image is kept as bf16 bits (x16; l.x ignored), read as they are where the
+// CPU's bf16 kernel runs the pass (kernels/op_table.h: conv2d_*_bf16_input): forward, backward
+// (dx nullable, as nn::backward), and the Arena floats of either.
+void forward_image_bf16(const OpTable& o, const Conv2d& l, const uint16_t* x16, ParamStore& s, Arena& a, int n);
+void backward_image_bf16(const OpTable& o, const Conv2d& l, const uint16_t* x16, ParamStore& s, Arena& a, int n,
+                         const float* dy, float* dx, bool accumulate_dx);
+size_t scratch_floats_image_bf16(const OpTable& o, const Conv2d& l, int n);
+
 }  // namespace mlpd::nn

@@ -70,11 +70,10 @@ void forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, 
   ArenaScope scope(a);
   Conv2d conv = u.conv;
   conv.y = arena_floats(a, size_t(n) * u.out_per_image);
-  {
-    ArenaScope input_scope(a);  // the widened input is gone before the BN's operands come
-    if (u.x16) conv.x = widened_items(o, a, u.x16, n, in_per_image(u));
+  if (u.x16)
+    forward_image_bf16(o, conv, u.x16, s, a, n);  // any widened copy is gone before the BN's operands come
+  else
     forward(o, conv, s, a, n);
-  }
   pack_items(o, conv.y, n, u.out_per_image, u.conv_y16);
   BatchNorm bn = u.bn;
   bn.x = conv.y;
@@ -105,9 +104,10 @@ void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n,
   }
   ready(u.bn.beta);
   ready(u.bn.gamma);
-  Conv2d conv = u.conv;
-  if (u.x16) conv.x = widened_items(o, a, u.x16, n, in_per_image(u));
-  backward(o, conv, s, a, n, dconv, dx, accumulate_dx);
+  if (u.x16)
+    backward_image_bf16(o, u.conv, u.x16, s, a, n, dconv, dx, accumulate_dx);
+  else
+    backward(o, u.conv, s, a, n, dconv, dx, accumulate_dx);
   ready(u.conv.w);
 }
 
@@ -121,17 +121,16 @@ struct UnitScratch {
 
 UnitScratch unit_scratch(const OpTable& o, const ConvBn& u, int n) {
   const size_t act = arena_span(size_t(n) * u.out_per_image);
-  // bf16 storage: fp32 copies of what is kept as bf16.
-  const size_t input = u.x16 ? arena_span(size_t(n) * in_per_image(u)) : 0;
+  // bf16 storage: fp32 copies of what is kept as bf16 (the conv reads a kept input itself).
   const size_t conv_output = u.conv_y16 ? act : 0;
   const size_t output = u.y16 ? act : 0;
   const size_t residual = u.residual16 ? act : 0;
-  const size_t conv = scratch_floats(o, u.conv, n);
+  const size_t conv = u.x16 ? scratch_floats_image_bf16(o, u.conv, n) : scratch_floats(o, u.conv, n);
   const size_t bn_backward = size_t(8) * u.c_out + 64;  // 4*c doubles, and a margin for the alignment
-  // Forward: the conv's output, under the widened input and the conv's scratch, then the BN's.
-  const size_t fwd = conv_output + std::max(input + conv, residual + output);
+  // Forward: the conv's output, under the conv's scratch (with any widened input), then the BN's.
+  const size_t fwd = conv_output + std::max(conv, residual + output);
   // Backward: the gradient at the conv's output (act) under the BN's and then the conv's scratch.
-  const size_t bwd = act + std::max(conv_output + bn_backward, input + conv);
+  const size_t bwd = act + std::max(conv_output + bn_backward, conv);
   return {fwd, bwd};
 }
 

@@ -10,11 +10,6 @@ Conv2d make_conv2d(ParamStore& s, const std::string& name, int h, int w, int c_i
   return l;
 }
 
-static ConvDims with_n(ConvDims d, int n) {
-  d.n = n;
-  return d;
-}
-
 void forward(const OpTable& o, const Conv2d& l, ParamStore& s, Arena& a, int n) {
   o.conv2d_forward(with_n(l.dims, n), l.x, param_ptr(s, l.w), l.y, a);
 }

@@ -22,6 +22,11 @@ struct Conv2d {
   const float* x = nullptr;  // input  [n, h, w, c_in]   (kept for backward)
   float* y = nullptr;        // output [n, oh, ow, c_out]
 };
+// A layer's dims (built for the max batch) at a call's n.
+inline ConvDims with_n(ConvDims d, int n) {
+  d.n = n;
+  return d;
+}
 Conv2d make_conv2d(ParamStore& s, const std::string& name, int h, int w, int c_in, int c_out, int k,
                    int stride, int pad, int max_batch);
 void forward(const OpTable& o, const Conv2d& l, ParamStore& s, Arena& a, int n);

@@ -146,6 +146,49 @@ TEST_P(ConvBf16Direct, BitIdenticalRunToRun) {
     ASSERT_EQ(0, std::memcmp(first[p].data(), again[p].data(), sizeof(float) * first[p].size())) << "pass " << p;
 }
 
+std::vector<uint16_t> bf16_bits(const std::vector<float>& v) {
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_bf16(v[i]);
+  return h;
+}
+
+void expect_same_bits(const char* what, const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << what << " [" << i << "]";
+}
+
+// An activation kept as bf16 bits, packed as it is: the bits of the fp32 pass on its widened values
+// (whose rounding as they are packed changes nothing), in every operand position that takes one.
+TEST_P(ConvBf16Direct, Bf16BitOperandsGiveTheBitsOfTheirWidenedValues) {
+  const ConvDims d = GetParam();
+  const auto x = rounded(random_vec(conv_in_size(d), 14)), w = random_vec(conv_w_size(d), 15);
+  const auto dy = rounded(random_vec(conv_out_size(d), 16)), dw0 = random_vec(conv_w_size(d), 17);
+  const auto x16 = bf16_bits(x), dy16 = bf16_bits(dy);
+  if (runs(ConvPass::forward)) {
+    std::vector<float> want(conv_out_size(d)), got(conv_out_size(d));
+    direct_conv_bf16_forward(d, x.data(), w.data(), want.data(), arena);
+    direct_conv_bf16_forward(d, x16.data(), w.data(), got.data(), arena);
+    expect_same_bits("y", got, want);
+  }
+  if (runs(ConvPass::backward_data)) {
+    for (bool accumulate : {false, true}) {
+      std::vector<float> want(conv_in_size(d), 0.5f), got(conv_in_size(d), 0.5f);
+      direct_conv_bf16_backward_data(d, dy.data(), w.data(), want.data(), arena, accumulate);
+      direct_conv_bf16_backward_data(d, dy16.data(), w.data(), got.data(), arena, accumulate);
+      expect_same_bits(accumulate ? "dx accumulated" : "dx", got, want);
+    }
+  }
+  if (runs(ConvPass::backward_weights)) {
+    std::vector<float> want = dw0, got_x16 = dw0, got_dy16 = dw0;
+    direct_conv_bf16_backward_weights(d, x.data(), dy.data(), want.data(), arena);
+    direct_conv_bf16_backward_weights(d, x16.data(), dy.data(), got_x16.data(), arena);
+    direct_conv_bf16_backward_weights(d, x.data(), dy16.data(), got_dy16.data(), arena);
+    expect_same_bits("dw from x16", got_x16, want);
+    expect_same_bits("dw from dy16", got_dy16, want);
+  }
+  EXPECT_EQ(arena.offset, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ConvBf16Direct,
     ::testing::Values(  // n, h, w, c_in, c_out, k, stride, pad
@@ -232,6 +275,51 @@ TEST(ConvBf16Table, RunsTheDirectKernelWhereTheRulePicksIt) {
   if (direct_conv_bf16_supported(d, ConvPass::forward)) {
     // The kernel ran: its fp32 sums go in another order, so some dw bits differ.
     EXPECT_NE(0, std::memcmp(direct.dw.data(), rounded_fp32.dw.data(), sizeof(float) * direct.dw.size()));
+  }
+}
+
+// The table-level passes on a kept bf16 operand (kernels/op_table.h: conv2d_*_bf16_input) give the
+// bits of the table's pass on the widened operand, on the kernel's path and on the rounded fp32
+// path (the kernel switched off, and a shape it does not run), within the arena they ask for.
+TEST(ConvBf16Table, Bf16InputPassesGiveTheBitsOfTheTableOnTheWidenedOperand) {
+  const OpTable& t = ops_for(Device::cpu, Precision::bf16);
+  for (const ConvDims& d : {ConvDims{2, 8, 8, 16, 32, 3, 1, 1}, ConvDims{2, 7, 5, 3, 4, 3, 2, 1}}) {
+    for (bool direct : {true, false}) {
+      conv_bf16_set_direct_enabled(direct);
+      const auto x = rounded(random_vec(conv_in_size(d), 18)), w = random_vec(conv_w_size(d), 19);
+      const auto dy = rounded(random_vec(conv_out_size(d), 20)), dw0 = random_vec(conv_w_size(d), 21);
+      const auto x16 = bf16_bits(x), dy16 = bf16_bits(dy);
+      for (Bf16Operand kept : {Bf16Operand::image, Bf16Operand::output_gradient}) {
+        Arena arena;
+        arena_init(arena, conv2d_scratch_floats_bf16_input(Device::cpu, d, kept) * sizeof(float) + 4096);
+        const size_t widened = (kept == Bf16Operand::image ? x.size() : dy.size()) * sizeof(float);
+        const size_t table_bytes = t.conv2d_scratch_floats(d) * sizeof(float) + 4096;
+        if (!direct) {
+          EXPECT_GE(arena.capacity, table_bytes + widened) << "the widened operand is counted";
+        }
+        if (kept == Bf16Operand::image) {
+          std::vector<float> want(conv_out_size(d)), got(conv_out_size(d));
+          t.conv2d_forward(d, x.data(), w.data(), want.data(), arena);
+          conv2d_forward_bf16_input(Device::cpu, d, x16.data(), w.data(), got.data(), arena);
+          expect_same_bits("y", got, want);
+          std::vector<float> dw_want = dw0, dw_got = dw0;
+          t.conv2d_backward_weights(d, x.data(), dy.data(), dw_want.data(), arena);
+          conv2d_backward_weights_bf16_input(Device::cpu, d, x16.data(), dy.data(), dw_got.data(), arena);
+          expect_same_bits("dw from x16", dw_got, dw_want);
+        } else {
+          std::vector<float> want(conv_in_size(d)), got(conv_in_size(d));
+          t.conv2d_backward_data(d, dy.data(), w.data(), want.data(), arena, false);
+          conv2d_backward_data_bf16_input(Device::cpu, d, dy16.data(), w.data(), got.data(), arena, false);
+          expect_same_bits("dx", got, want);
+          std::vector<float> dw_want = dw0, dw_got = dw0;
+          t.conv2d_backward_weights(d, x.data(), dy.data(), dw_want.data(), arena);
+          conv2d_backward_weights_bf16_input(Device::cpu, d, x.data(), dy16.data(), dw_got.data(), arena);
+          expect_same_bits("dw from dy16", dw_got, dw_want);
+        }
+        EXPECT_EQ(arena.offset, 0u);
+      }
+      conv_bf16_set_direct_enabled(true);
+    }
   }
 }
 

@@ -24,8 +24,8 @@ struct ConvBiasRelu {
   nn::SavedActivation out;         // conv output, then bias and ReLU in place
   const uint16_t* x16 = nullptr;   // the input, where the layer before keeps it as bf16
   float* y() const { return out.f32; }  // the output of a layer that keeps it in fp32 (the FPN's)
-  size_t in_per_item() const { return size_t(conv.dims.h) * conv.dims.w * conv.dims.c_in; }
   const ConvDims& conv_dims() const { return conv.dims; }
+  static constexpr Bf16Operand kept_input = Bf16Operand::image;
 };
 
 // One level the RPN reads; the first `pooled levels` are also where RoIAlign pools from. Level 0's
@@ -83,14 +83,11 @@ struct Deconv2x {
   const float* x = nullptr;        // [n, h, w, c_in], or x16 where the layer before keeps it as bf16
   const uint16_t* x16 = nullptr;
   nn::SavedActivation out;         // [n, 2h, 2w, c_out]: only the predictor and the ReLU mask read it
-  size_t in_per_item() const { return size_t(dims.out_h()) * dims.out_w() * dims.c_out; }
   const ConvDims& conv_dims() const { return dims; }
+  static constexpr Bf16Operand kept_input = Bf16Operand::output_gradient;  // its input is the conv's dy
 };
 
-ConvDims with_n(ConvDims d, int n) {
-  d.n = n;
-  return d;
-}
+using nn::with_n;
 
 }  // namespace
 
@@ -221,21 +218,20 @@ void bias_backward(const MaskRcnn& n, const float* dy, int rows, int c, float* d
   n.ops->gemm(true, false, c, 1, rows, 1.0f, dy, c, n.ones, 1, 1.0f, db, 1);
 }
 
-// The layer's input in fp32: its own, or the bf16 copy widened into Arena scratch.
-const float* input_of(const MaskRcnn& n, const ConvBiasRelu& l, Arena& a, int items) {
-  return l.x16 ? nn::widened_items(*n.ops, a, l.x16, items, l.in_per_item()) : l.conv.x;
-}
-
 // Returns the output in fp32: the layer's own buffer, or (bf16 storage) Arena scratch that stays
 // the caller's until its ArenaScope ends. x: the input in fp32 where the caller still holds it
-// (else the layer's own, or its bf16 copy widened).
+// (else the layer's own, or its bf16 copy, read as it is).
 const float* forward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a, int items,
                      const float* x = nullptr) {
   nn::Conv2d conv = l.conv;
-  conv.x = x ? x : input_of(n, l, a, items);
   float* y = nn::write_target(l.out, a, items);
   conv.y = y;
-  nn::forward(*n.ops, conv, s, a, items);
+  if (!x && l.x16) {
+    nn::forward_image_bf16(*n.ops, conv, l.x16, s, a, items);
+  } else {
+    conv.x = x ? x : l.conv.x;
+    nn::forward(*n.ops, conv, s, a, items);
+  }
   const int rows = items * l.rows_per_item;
   add_bias(n, y, rows, l.conv.dims.c_out, param_ptr(s, l.b));
   if (l.relu) n.ops->relu_forward(y, y, size_t(rows) * l.conv.dims.c_out);
@@ -252,34 +248,34 @@ void backward(const MaskRcnn& n, const ConvBiasRelu& l, ParamStore& s, Arena& a,
   if (l.relu) nn::relu_backward_saved(*n.ops, l.out, items, dy);
   bias_backward(n, dy, rows, l.conv.dims.c_out, grad_ptr(s, l.b));
   ready(l.b);
-  nn::Conv2d conv = l.conv;
-  conv.x = input_of(n, l, a, items);
-  nn::backward(*n.ops, conv, s, a, items, dy, dx, accumulate);
+  if (l.x16)
+    nn::backward_image_bf16(*n.ops, l.conv, l.x16, s, a, items, dy, dx, accumulate);
+  else
+    nn::backward(*n.ops, l.conv, s, a, items, dy, dx, accumulate);
   ready(l.conv.w);
 }
 
-// Arena floats of a layer's backward (its input widened, the convolution's scratch) or forward (and
-// its output) at `items`.
+// Arena floats of a layer's backward (the convolution's scratch, with its input where it is widened)
+// or forward (and its output) at `items`.
 template <class Layer>
 size_t backward_scratch_floats(const MaskRcnn& n, const Layer& l, int items) {
-  const size_t input = l.x16 ? nn::arena_span(size_t(items) * l.in_per_item()) : 0;
-  return input + n.ops->conv2d_scratch_floats(with_n(l.conv_dims(), items));
+  const ConvDims d = with_n(l.conv_dims(), items);
+  return l.x16 ? conv2d_scratch_floats_bf16_input(n.ops->device, d, Layer::kept_input)
+               : n.ops->conv2d_scratch_floats(d);
 }
 template <class Layer>
 size_t forward_scratch_floats(const MaskRcnn& n, const Layer& l, int items) {
   return backward_scratch_floats(n, l, items) + nn::scratch_floats(l.out, items);
 }
 
-const float* input_of(const MaskRcnn& n, const Deconv2x& l, Arena& a, int items) {
-  return l.x16 ? nn::widened_items(*n.ops, a, l.x16, items, l.in_per_item()) : l.x;
-}
-
 // Returns the output in fp32, as forward() of a ConvBiasRelu.
 const float* deconv_forward(const MaskRcnn& n, const Deconv2x& l, ParamStore& s, Arena& a, int items) {
   const ConvDims d = with_n(l.dims, items);
-  const float* x = input_of(n, l, a, items);
   float* y = nn::write_target(l.out, a, items);
-  n.ops->conv2d_backward_data(d, x, param_ptr(s, l.w), y, a, false);
+  if (l.x16)
+    conv2d_backward_data_bf16_input(n.ops->device, d, l.x16, param_ptr(s, l.w), y, a, false);
+  else
+    n.ops->conv2d_backward_data(d, l.x, param_ptr(s, l.w), y, a, false);
   const int rows = items * d.h * d.w;
   add_bias(n, y, rows, d.c_in, param_ptr(s, l.b));
   n.ops->relu_forward(y, y, size_t(rows) * d.c_in);
@@ -297,7 +293,10 @@ void deconv_backward(const MaskRcnn& n, const Deconv2x& l, ParamStore& s, Arena&
   bias_backward(n, dy, rows, d.c_in, grad_ptr(s, l.b));
   ready(l.b);
   // y = conv^T(x, W): dW = correlation of dy (the conv's input) with x (the conv's output gradient).
-  n.ops->conv2d_backward_weights(d, dy, input_of(n, l, a, items), grad_ptr(s, l.w), a);
+  if (l.x16)
+    conv2d_backward_weights_bf16_input(n.ops->device, d, dy, l.x16, grad_ptr(s, l.w), a);
+  else
+    n.ops->conv2d_backward_weights(d, dy, l.x, grad_ptr(s, l.w), a);
   ready(l.w);
   n.ops->conv2d_forward(d, dy, param_ptr(s, l.w), dx, a);
 }
