@@ -47,8 +47,9 @@ struct DecoderLayer {
   uint16_t *qkv16 = nullptr, *attn16 = nullptr, *q16 = nullptr, *kv16 = nullptr, *cross_attn16 = nullptr,
            *h16 = nullptr;
   // Decoding: the cross-attention keys and values of each hypothesis' source, and the self-
-  // attention cache of past positions (two buffers: reordered by the beam's parents each step).
-  float *cross_kv = nullptr, *cache = nullptr, *cache_next = nullptr;
+  // attention cache of past positions (reordered by the beam's parents each step: Transformer's
+  // spare_cache).
+  float *cross_kv = nullptr, *cache = nullptr;
 };
 
 constexpr float kLayerNormEps = 1e-5f;
@@ -90,6 +91,9 @@ struct Transformer final : Seq2Seq {
   int dec_batch = 0, dec_beam = 0, dec_rows = 0, dec_src_len = 0, dec_cache_len = 0;
   float *dec_y = nullptr, *dec_qkv = nullptr, *dec_probs = nullptr, *dec_attn = nullptr, *dec_sub = nullptr,
         *dec_r = nullptr, *dec_y1 = nullptr, *dec_mean = nullptr, *dec_inv = nullptr, *dec_h = nullptr;
+  // Where the beam's reorder gathers a layer's cache, which then becomes the spare: one buffer for
+  // all layers, not one each (a cache is rows x max decode length x 2d floats).
+  float* spare_cache = nullptr;
   std::vector<float> host_logits;
   std::vector<int32_t> host_rows, host_lens;
 
@@ -401,9 +405,9 @@ struct Transformer final : Seq2Seq {
       if (!identity)
         for (DecoderLayer& L : dec) {
           for (int r = 0; r < rows; ++r)
-            ops->copy_rows(L.cache + size_t(parents[r]) * block, 2 * d, step, 2 * d, L.cache_next + size_t(r) * block,
+            ops->copy_rows(L.cache + size_t(parents[r]) * block, 2 * d, step, 2 * d, spare_cache + size_t(r) * block,
                            2 * d);
-          std::swap(L.cache, L.cache_next);
+          std::swap(L.cache, spare_cache);
         }
     }
     copy_to_device(dev, d_tokens, last_tokens, size_t(rows) * sizeof(int32_t));
@@ -612,8 +616,8 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
     L.mask3 = t.bytes(mul(rt, d));
     L.cross_kv = t.floats(mul(int64_t(rows_dec) * S, 2 * d));
     L.cache = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
-    L.cache_next = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
   }
+  t.spare_cache = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
   t.logits = t.floats(mul(std::max<int64_t>(rt, rows_dec), t.V));
   t.dlogits = t.logits;  // softmax_xent writes the gradient over the logits, which nothing reads after
   t.yv = t.floats(mul(rt, d));
