@@ -154,4 +154,54 @@ TEST_F(GpuTest, Bf16ConvolutionMatchesTheCpuBf16Convolution) {
   EXPECT_TRUE(all_close("fp32 gemm after bf16 ops", gC.download(), want, 1e-4, 1e-4));
 }
 
+// The passes that read a kept bf16 activation as its bits (kernels/op_table.h: *_bf16_input): on
+// CUDA they widen it for the table's pass; against the CPU's, which packs the bits as they are.
+TEST_F(GpuTest, Bf16InputPassesMatchTheCpuOnes) {
+  ConvDims d;
+  d.n = 3, d.h = 12, d.w = 10, d.c_in = 32, d.c_out = 16, d.k = 3, d.stride = 1, d.pad = 1;
+  const size_t nx = size_t(d.n) * d.h * d.w * d.c_in, ny = size_t(d.n) * d.out_h() * d.out_w() * d.c_out;
+  const size_t nw = size_t(d.k) * d.k * d.c_in * d.c_out;
+  const auto x = random_floats(nx, 60), w = random_floats(nw, 61), dy = random_floats(ny, 62);
+  std::vector<uint16_t> x16(nx), dy16(ny);
+  for (size_t i = 0; i < nx; ++i) x16[i] = f32_to_bf16(x[i]);
+  for (size_t i = 0; i < ny; ++i) dy16[i] = f32_to_bf16(dy[i]);
+  DeviceBuffer<uint16_t> gx16(x16), gdy16(dy16);
+  DeviceBuffer<float> gx(x), gw(w), gdy(dy);
+  for (Bf16Operand kept : {Bf16Operand::image, Bf16Operand::output_gradient}) {
+    Arena ca = host_arena(conv2d_scratch_floats_bf16_input(Device::cpu, d, kept) * sizeof(float) + 4096);
+    Arena ga = device_arena(conv2d_scratch_floats_bf16_input(Device::cuda, d, kept) * sizeof(float) + 4096);
+    std::vector<float> out(kept == Bf16Operand::image ? ny : nx), dw(nw, 0.25f);
+    DeviceBuffer<float> gout(out.size()), gdw(dw);
+    if (kept == Bf16Operand::image) {
+      conv2d_forward_bf16_input(Device::cpu, d, x16.data(), w.data(), out.data(), ca);
+      conv2d_backward_weights_bf16_input(Device::cpu, d, x16.data(), dy.data(), dw.data(), ca);
+      conv2d_forward_bf16_input(Device::cuda, d, gx16.get(), gw.get(), gout.get(), ga);
+      conv2d_backward_weights_bf16_input(Device::cuda, d, gx16.get(), gdy.get(), gdw.get(), ga);
+    } else {
+      conv2d_backward_data_bf16_input(Device::cpu, d, dy16.data(), w.data(), out.data(), ca, false);
+      conv2d_backward_weights_bf16_input(Device::cpu, d, x.data(), dy16.data(), dw.data(), ca);
+      conv2d_backward_data_bf16_input(Device::cuda, d, gdy16.get(), gw.get(), gout.get(), ga, false);
+      conv2d_backward_weights_bf16_input(Device::cuda, d, gx.get(), gdy16.get(), gdw.get(), ga);
+    }
+    const char* what = kept == Bf16Operand::image ? "image kept: " : "output gradient kept: ";
+    EXPECT_TRUE(all_close(cat(what, "y or dx"), gout.download(), out, kRel, kAbs));
+    EXPECT_TRUE(all_close(cat(what, "dw"), gdw.download(), dw, 1e-3, 1e-3));
+  }
+  const int n = 50, in = 64, out = 30;
+  const auto lx = random_floats(size_t(n) * in, 63), lw = random_floats(size_t(in) * out, 64);
+  const auto ldy = random_floats(size_t(n) * out, 65);
+  std::vector<uint16_t> lx16(lx.size());
+  for (size_t i = 0; i < lx.size(); ++i) lx16[i] = f32_to_bf16(lx[i]);
+  std::vector<float> dx(size_t(n) * in), ldw(size_t(in) * out, 0.0f), db(out, 0.0f);
+  linear_backward_bf16_input(Device::cpu, lx16.data(), ldy.data(), n, in, out, lw.data(), dx.data(), ldw.data(),
+                             db.data());
+  DeviceBuffer<uint16_t> glx16(lx16);
+  DeviceBuffer<float> glw(lw), gldy(ldy), gdx(dx.size()), gldw(ldw), gdb(db);
+  linear_backward_bf16_input(Device::cuda, glx16.get(), gldy.get(), n, in, out, glw.get(), gdx.get(), gldw.get(),
+                             gdb.get());
+  EXPECT_TRUE(all_close("linear from x16: dx", gdx.download(), dx, kRel, kAbs));
+  EXPECT_TRUE(all_close("linear from x16: dw", gldw.download(), ldw, 1e-3, 1e-3));
+  EXPECT_TRUE(all_close("linear from x16: db", gdb.download(), db, 1e-3, 1e-3));
+}
+
 }  // namespace
