@@ -262,13 +262,25 @@ bool direct_bf16_pass(Device dev, const ConvDims& d, ConvPass pass) {
   return dev == Device::cpu && conv_bf16_use_direct(d, pass);
 }
 
-// An operand of `floats` values (d.n images) widened into the arena, the caller's scope.
-const float* widened_operand(Device dev, const ConvDims& d, const uint16_t* p, size_t floats, Arena& a) {
+// An operand of `floats` values (d.n images) as fp32: itself, or its bits widened into the arena
+// (the caller's scope).
+const float* as_fp32(Device, const ConvDims&, const float* p, size_t, Arena&) { return p; }
+const float* as_fp32(Device dev, const ConvDims& d, const uint16_t* p, size_t floats, Arena& a) {
   float* f = arena_floats(a, floats);
   if (d.n == 0) return f;
   const int per_image = int(floats / size_t(d.n));
   ops_for(dev).bf16_unpack_rows(p, d.n, per_image, per_image, f, per_image);
   return f;
+}
+
+template <class X, class DY>
+void backward_weights_from(Device dev, const ConvDims& d, const X* x, const DY* dy, float* dw, Arena& arena) {
+  if (direct_bf16_pass(dev, d, ConvPass::backward_weights))
+    return direct_conv_bf16_backward_weights(d, x, dy, dw, arena);
+  ArenaScope scope(arena);
+  ops_for(dev, Precision::bf16)
+      .conv2d_backward_weights(d, as_fp32(dev, d, x, conv_x_floats(d), arena),
+                               as_fp32(dev, d, dy, conv_y_floats(d), arena), dw, arena);
 }
 
 }  // namespace
@@ -277,8 +289,7 @@ void conv2d_forward_bf16_input(Device dev, const ConvDims& d, const uint16_t* x1
                                Arena& arena) {
   if (direct_bf16_pass(dev, d, ConvPass::forward)) return direct_conv_bf16_forward(d, x16, w, y, arena);
   ArenaScope scope(arena);
-  const float* x = widened_operand(dev, d, x16, conv_x_floats(d), arena);
-  ops_for(dev, Precision::bf16).conv2d_forward(d, x, w, y, arena);
+  ops_for(dev, Precision::bf16).conv2d_forward(d, as_fp32(dev, d, x16, conv_x_floats(d), arena), w, y, arena);
 }
 
 void conv2d_backward_data_bf16_input(Device dev, const ConvDims& d, const uint16_t* dy16, const float* w, float* dx,
@@ -286,26 +297,18 @@ void conv2d_backward_data_bf16_input(Device dev, const ConvDims& d, const uint16
   if (direct_bf16_pass(dev, d, ConvPass::backward_data))
     return direct_conv_bf16_backward_data(d, dy16, w, dx, arena, accumulate);
   ArenaScope scope(arena);
-  const float* dy = widened_operand(dev, d, dy16, conv_y_floats(d), arena);
-  ops_for(dev, Precision::bf16).conv2d_backward_data(d, dy, w, dx, arena, accumulate);
+  ops_for(dev, Precision::bf16)
+      .conv2d_backward_data(d, as_fp32(dev, d, dy16, conv_y_floats(d), arena), w, dx, arena, accumulate);
 }
 
 void conv2d_backward_weights_bf16_input(Device dev, const ConvDims& d, const uint16_t* x16, const float* dy,
                                         float* dw, Arena& arena) {
-  if (direct_bf16_pass(dev, d, ConvPass::backward_weights))
-    return direct_conv_bf16_backward_weights(d, x16, dy, dw, arena);
-  ArenaScope scope(arena);
-  const float* x = widened_operand(dev, d, x16, conv_x_floats(d), arena);
-  ops_for(dev, Precision::bf16).conv2d_backward_weights(d, x, dy, dw, arena);
+  backward_weights_from(dev, d, x16, dy, dw, arena);
 }
 
 void conv2d_backward_weights_bf16_input(Device dev, const ConvDims& d, const float* x, const uint16_t* dy16,
                                         float* dw, Arena& arena) {
-  if (direct_bf16_pass(dev, d, ConvPass::backward_weights))
-    return direct_conv_bf16_backward_weights(d, x, dy16, dw, arena);
-  ArenaScope scope(arena);
-  const float* dy = widened_operand(dev, d, dy16, conv_y_floats(d), arena);
-  ops_for(dev, Precision::bf16).conv2d_backward_weights(d, x, dy, dw, arena);
+  backward_weights_from(dev, d, x, dy16, dw, arena);
 }
 
 size_t conv2d_scratch_floats_bf16_input(Device dev, const ConvDims& d, Bf16Operand kept) {
