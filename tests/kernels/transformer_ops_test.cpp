@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/rng.h"
 #include "grad_check.h"
 #include "kernels/ops.h"
@@ -335,6 +336,42 @@ TEST(Attention, EveryKeyMaskedGivesZeroOutputAndGradients) {
     EXPECT_EQ(dk[i], 0.0f);
     EXPECT_EQ(dv[i], 0.0f);
   }
+}
+
+// The beam search's cross-attention reads each sentence's one set of keys: for each place j in the
+// beam, the sentence's j-th hypothesis is a query (rows b * beam + j, a strided view). That must
+// give each query's bits as a batch row of its own over a copy of the keys, as the decoder
+// computed it before. (One call with q_len = beam would not: the CPU's GEMMs then sum another way.)
+TEST(Attention, BeamRowsOverSharedKeysGiveTheBitsOfEachAlone) {
+  const int sentences = 3, beam = 4, heads = 4, hd = 64, d = heads * hd, keys = 61;
+  const std::vector<int32_t> lengths{61, 37, 5};
+  auto q = random_vec(size_t(sentences) * beam * d, 361), kv = random_vec(size_t(sentences) * keys * 2 * d, 362);
+  std::vector<float> kv_rows(size_t(sentences) * beam * keys * 2 * d);
+  std::vector<int32_t> row_lengths;
+  for (int b = 0; b < sentences; ++b)
+    for (int j = 0; j < beam; ++j) {
+      std::copy_n(kv.begin() + size_t(b) * keys * 2 * d, size_t(keys) * 2 * d,
+                  kv_rows.begin() + (size_t(b) * beam + j) * keys * 2 * d);
+      row_lengths.push_back(lengths[size_t(b)]);
+    }
+  const size_t probs_size = size_t(sentences) * beam * heads * keys;
+  std::vector<float> shared_probs(probs_size), shared_out(q.size()), alone_probs(probs_size), alone_out(q.size());
+  const AttentionDims per_place{sentences, heads, 1, keys, hd, false};
+  for (int j = 0; j < beam; ++j)
+    attention_forward(per_place, q.data() + size_t(j) * d, beam * d, kv.data(), 2 * d, kv.data() + d, 2 * d,
+                      lengths.data(), shared_probs.data() + size_t(j) * sentences * heads * keys,
+                      shared_out.data() + size_t(j) * d, beam * d);
+  attention_forward(AttentionDims{sentences * beam, heads, 1, keys, hd, false}, q.data(), d, kv_rows.data(), 2 * d,
+                    kv_rows.data() + d, 2 * d, row_lengths.data(), alone_probs.data(), alone_out.data(), d);
+  for (size_t i = 0; i < q.size(); ++i) ASSERT_EQ(f32_bits(shared_out[i]), f32_bits(alone_out[i])) << "out " << i;
+  // probs: [place][sentence][head][key] against [row][head][key].
+  for (int b = 0; b < sentences; ++b)
+    for (int h = 0; h < heads; ++h)
+      for (int j = 0; j < beam; ++j)
+        for (int k = 0; k < keys; ++k)
+          ASSERT_EQ(f32_bits(shared_probs[((size_t(j) * sentences + b) * heads + h) * keys + k]),
+                    f32_bits(alone_probs[((size_t(b) * beam + j) * heads + h) * keys + k]))
+              << b << " " << h << " " << j << " " << k;
 }
 
 // ================================ Token embedding ================================

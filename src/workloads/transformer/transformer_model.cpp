@@ -46,9 +46,9 @@ struct DecoderLayer {
   // bf16 storage: qkv_act, attn, q_act, kv_act, cross_attn and h as bf16; those six are then null.
   uint16_t *qkv16 = nullptr, *attn16 = nullptr, *q16 = nullptr, *kv16 = nullptr, *cross_attn16 = nullptr,
            *h16 = nullptr;
-  // Decoding: the cross-attention keys and values of each hypothesis' source, and the self-
-  // attention cache of past positions (reordered by the beam's parents each step: Transformer's
-  // spare_cache).
+  // Decoding: the cross-attention keys and values of each source sentence (its hypotheses read
+  // them in place), and the self-attention cache of past positions (reordered by the beam's
+  // parents each step: Transformer's spare_cache).
   float *cross_kv = nullptr, *cache = nullptr;
 };
 
@@ -82,8 +82,7 @@ struct Transformer final : Seq2Seq {
         *g_enc = nullptr, *g_enc_tmp = nullptr;
   // Token and length arrays on the device (host pointers on the CPU build use the same buffers).
   int32_t *d_src = nullptr, *d_src_len = nullptr, *d_tgt_in = nullptr, *d_tgt_len = nullptr, *d_vidx = nullptr,
-          *d_vlab = nullptr, *d_tokens = nullptr, *d_self_len = nullptr, *d_src_len_exp = nullptr,
-          *d_row_src = nullptr;
+          *d_vlab = nullptr, *d_tokens = nullptr, *d_self_len = nullptr;
   std::vector<int32_t> vidx, vlab;
   uint64_t drop_seed = 0, drop_offset = 0;
   bool training = false;
@@ -95,7 +94,7 @@ struct Transformer final : Seq2Seq {
   // all layers, not one each (a cache is rows x max decode length x 2d floats).
   float* spare_cache = nullptr;
   std::vector<float> host_logits;
-  std::vector<int32_t> host_rows, host_lens;
+  std::vector<int32_t> host_lens;
 
   float* floats(size_t n) { return buffers.floats(std::max<size_t>(n, 1)); }
   // A saved activation's buffer: fp32, or under bf16 storage bf16 (the fp32 pointer stays null).
@@ -378,20 +377,8 @@ struct Transformer final : Seq2Seq {
     dec_rows = B * beam;
     dec_src_len = S;
     dec_cache_len = spec.limits.max_decode_len;
-    host_rows.resize(size_t(dec_rows));
-    std::vector<int32_t> exp_len(static_cast<size_t>(dec_rows));
-    for (int r = 0; r < dec_rows; ++r) {
-      host_rows[size_t(r)] = r / beam;
-      exp_len[size_t(r)] = b.src_lengths[size_t(r / beam)];
-    }
-    copy_to_device(dev, d_row_src, host_rows.data(), size_t(dec_rows) * sizeof(int32_t));
-    copy_to_device(dev, d_src_len_exp, exp_len.data(), size_t(dec_rows) * sizeof(int32_t));
-    // Each layer's cross keys and values, once per sentence, copied to its beam's rows.
-    for (DecoderLayer& L : dec) {
-      float* kv = target(L.kv_act, w_kv);
-      linear_fwd(s, L.kv, enc_out, int64_t(B) * S, kv);
-      ops->embedding_gather(kv, S * 2 * d, d_row_src, dec_rows, L.cross_kv, S * 2 * d);
-    }
+    // Each layer's cross keys and values, once per sentence (d_src_len keeps its lengths).
+    for (DecoderLayer& L : dec) linear_fwd(s, L.kv, enc_out, int64_t(B) * S, L.cross_kv);
   }
 
   void decode_step(const ParamStore& s, int step, const int32_t* last_tokens, const int32_t* parents, int rows,
@@ -423,8 +410,13 @@ struct Transformer final : Seq2Seq {
       linear_fwd(s, L.out, dec_attn, rows, dec_sub);
       residual_norm_fwd(s, L.ln1, y, dec_sub, rows, nullptr, dec_r, dec_y1, dec_mean, dec_inv);
       linear_fwd(s, L.q, dec_y1, rows, dec_qkv);
-      ops->attention_forward(dims(rows, 1, dec_src_len, false), dec_qkv, d, L.cross_kv, 2 * d, L.cross_kv + d, 2 * d,
-                             d_src_len_exp, dec_probs, dec_attn, d);
+      // Rows b * beam + j, for each place j in the beam: one query per sentence over its keys, each
+      // summed as a batch row of its own (tests/kernels: Attention.BeamRowsOverSharedKeys...).
+      for (int j = 0; j < dec_beam; ++j)
+        ops->attention_forward(dims(dec_batch, 1, dec_src_len, false), dec_qkv + size_t(j) * d, dec_beam * d,
+                               L.cross_kv, 2 * d, L.cross_kv + d, 2 * d, d_src_len,
+                               dec_probs + size_t(j) * dec_batch * H * dec_src_len, dec_attn + size_t(j) * d,
+                               dec_beam * d);
       linear_fwd(s, L.cross_out, dec_attn, rows, dec_sub);
       residual_norm_fwd(s, L.ln2, dec_y1, dec_sub, rows, nullptr, dec_r, y, dec_mean, dec_inv);
       linear_fwd(s, L.ffn1, y, rows, dec_h);
@@ -614,7 +606,7 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
     L.mask1 = t.bytes(mul(rt, d));
     L.mask2 = t.bytes(mul(rt, d));
     L.mask3 = t.bytes(mul(rt, d));
-    L.cross_kv = t.floats(mul(int64_t(rows_dec) * S, 2 * d));
+    L.cross_kv = t.floats(mul(int64_t(lim.max_eval_batch) * S, 2 * d));
     L.cache = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
   }
   t.spare_cache = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
@@ -638,8 +630,6 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
   t.d_vlab = t.ints(size_t(rt));
   t.d_tokens = t.ints(size_t(rows_dec));
   t.d_self_len = t.ints(size_t(rows_dec));
-  t.d_src_len_exp = t.ints(size_t(rows_dec));
-  t.d_row_src = t.ints(size_t(rows_dec));
   t.dec_y = t.floats(mul(rows_dec, d));
   t.dec_qkv = b16 ? t.w_qkv : t.floats(mul(rows_dec, 3 * d));
   t.dec_probs = t.floats(mul(int64_t(rows_dec) * H, std::max(TC, S)));
