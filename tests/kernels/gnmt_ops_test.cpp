@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "grad_check.h"
 #include "kernels/ops.h"
 
@@ -271,6 +272,38 @@ TEST(AdditiveAttention, ForwardMatchesTheDefinitionInDouble) {
     for (int c = 0; c < d.value_dim; ++c) EXPECT_NEAR(ctx[row * ld + c], rc[row * d.value_dim + c], 1e-6);
     for (int c = d.value_dim; c < ld; ++c) EXPECT_EQ(ctx[row * ld + c], kJunk) << "context padding written";
   }
+}
+
+// The beam search: a sentence's hypotheses are its queries (q_len = beam) over its one copy of the
+// keys and values, which must give each hypothesis the bits of a batch row of its own over a copy
+// of them (q_len 1), as the decoder computed it before.
+TEST(AdditiveAttention, BeamQueriesOverSharedKeysGiveTheBitsOfEachAlone) {
+  const int sentences = 3, beam = 4, keys = 9, units = 37, value_dim = 20;
+  AttnInputs shared(attn_dims(sentences, beam, keys, units, value_dim), 400);
+  shared.key_lengths = {9, 5, 1};
+  AttnInputs alone(attn_dims(sentences * beam, 1, keys, units, value_dim), 400);
+  alone.qp = shared.qp;
+  alone.bias = shared.bias, alone.v = shared.v, alone.g = shared.g;
+  alone.kp.clear(), alone.values.clear(), alone.key_lengths.clear();
+  for (int b = 0; b < sentences; ++b)
+    for (int j = 0; j < beam; ++j) {
+      alone.kp.insert(alone.kp.end(), shared.kp.begin() + size_t(b) * keys * units,
+                      shared.kp.begin() + size_t(b + 1) * keys * units);
+      alone.values.insert(alone.values.end(), shared.values.begin() + size_t(b) * keys * value_dim,
+                          shared.values.begin() + size_t(b + 1) * keys * value_dim);
+      alone.key_lengths.push_back(shared.key_lengths[size_t(b)]);
+    }
+  auto run = [&](const AttnInputs& in, std::vector<float>& probs, std::vector<float>& ctx) {
+    probs.assign(size_t(sentences) * beam * keys, kJunk);
+    ctx.assign(size_t(sentences) * beam * value_dim, kJunk);
+    additive_attention_forward(in.d, in.qp.data(), in.kp.data(), in.bias.data(), in.v.data(), in.g.data(),
+                               in.values.data(), in.key_lengths.data(), probs.data(), ctx.data(), value_dim);
+  };
+  std::vector<float> probs_shared, ctx_shared, probs_alone, ctx_alone;
+  run(shared, probs_shared, ctx_shared);
+  run(alone, probs_alone, ctx_alone);
+  for (size_t i = 0; i < probs_shared.size(); ++i) ASSERT_EQ(f32_bits(probs_shared[i]), f32_bits(probs_alone[i])) << i;
+  for (size_t i = 0; i < ctx_shared.size(); ++i) ASSERT_EQ(f32_bits(ctx_shared[i]), f32_bits(ctx_alone[i])) << i;
 }
 
 TEST(AdditiveAttention, OneUnmaskedKeyGivesItsValueAndNoKeyGivesZero) {

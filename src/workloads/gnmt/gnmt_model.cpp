@@ -66,13 +66,14 @@ struct Gnmt final : Seq2Seq {
   int32_t *d_src_tm = nullptr, *d_tgt_tm = nullptr, *d_src_to_bm = nullptr, *d_src_to_tm = nullptr,
           *d_tgt_to_bm = nullptr, *d_tgt_to_tm = nullptr, *d_vidx = nullptr, *d_vlab = nullptr,
           *d_src_len = nullptr, *d_tgt_len = nullptr, *d_tokens = nullptr, *d_parents = nullptr,
-          *d_row_src = nullptr, *d_src_len_exp = nullptr;
-  std::vector<int32_t> h_src_tm, h_src_to_bm, h_src_to_tm, h_tgt_tm, h_tgt_to_bm, h_tgt_to_tm, vidx, vlab,
-      host_rows, host_lens;
+          *d_dec_src_len = nullptr;
+  std::vector<int32_t> h_src_tm, h_src_to_bm, h_src_to_tm, h_tgt_tm, h_tgt_to_bm, h_tgt_to_tm, vidx, vlab;
   uint64_t drop_seed = 0, drop_offset = 0;
   bool training = false;
-  // Decoding.
-  int dec_batch = 0, dec_rows = 0, dec_src_len = 0;
+  // Decoding. dec_values, dec_keys and d_dec_src_len: each sentence's encoder outputs, keys and
+  // length, once (its beam's hypotheses read them in place), kept apart from what a train_batch
+  // overwrites.
+  int dec_batch = 0, dec_beam = 0, dec_rows = 0, dec_src_len = 0;
   float *dec_values = nullptr, *dec_keys = nullptr, *dec_emb = nullptr, *dec_qp = nullptr, *dec_probs = nullptr,
         *dec_cat = nullptr, *dec_acts = nullptr, *dec_y0 = nullptr, *dec_y1 = nullptr;
   std::vector<float> host_logits;
@@ -377,20 +378,12 @@ struct Gnmt final : Seq2Seq {
     upload_source(b);
     encoder_fwd(s, B, S);
     dec_batch = B;
+    dec_beam = beam;
     dec_rows = B * beam;
     dec_src_len = S;
-    host_rows.resize(size_t(dec_rows));
-    host_lens.resize(size_t(dec_rows));
-    for (int r = 0; r < dec_rows; ++r) {
-      host_rows[size_t(r)] = r / beam;
-      host_lens[size_t(r)] = b.src_lengths[size_t(r / beam)];
-    }
-    copy_to_device(dev, d_row_src, host_rows.data(), size_t(dec_rows) * sizeof(int32_t));
-    copy_to_device(dev, d_src_len_exp, host_lens.data(), size_t(dec_rows) * sizeof(int32_t));
-    // Each sentence's encoder outputs and keys, copied to its beam's rows.
-    const int block = S * Hd;
-    ops->embedding_gather(enc_bm, block, d_row_src, dec_rows, dec_values, block);
-    ops->embedding_gather(keys, block, d_row_src, dec_rows, dec_keys, block);
+    copy_within(dev, dec_values, enc_bm, mul(B, S) * Hd * sizeof(float));
+    copy_within(dev, dec_keys, keys, mul(B, S) * Hd * sizeof(float));
+    copy_to_device(dev, d_dec_src_len, b.src_lengths.data(), size_t(B) * sizeof(int32_t));
     for (Layer& L : dec) {
       zero_on(dev, L.st_h, mul(dec_rows, Hd) * sizeof(float));
       zero_on(dev, L.st_c, mul(dec_rows, Hd) * sizeof(float));
@@ -427,11 +420,13 @@ struct Gnmt final : Seq2Seq {
     copy_to_device(dev, d_tokens, last_tokens, size_t(rows) * sizeof(int32_t));
     ops->embedding_gather(param_ptr(s, embedding), Hd, d_tokens, rows, dec_emb, Hd);
     step_layer(s, dec[0], dec_emb, rows);
-    // Attention with one query per hypothesis; the context lands in the concat's second half.
+    // Attention with one query per hypothesis: a sentence's beam are its queries over its encoder
+    // outputs (each row is summed alone: the same bits as a row per hypothesis); the context lands
+    // in the concat's second half.
     ops->gemm(false, false, rows, Hd, Hd, 1.0f, dec[0].st_h, Hd, param_ptr(s, w_q), Hd, 0.0f, dec_qp, Hd);
-    ops->additive_attention_forward(adims(rows, 1, dec_src_len), dec_qp, dec_keys, param_ptr(s, att_bias),
-                                    param_ptr(s, att_v), param_ptr(s, att_g), dec_values, d_src_len_exp, dec_probs,
-                                    dec_cat + Hd, 2 * Hd);
+    ops->additive_attention_forward(adims(dec_batch, dec_beam, dec_src_len), dec_qp, dec_keys,
+                                    param_ptr(s, att_bias), param_ptr(s, att_v), param_ptr(s, att_g), dec_values,
+                                    d_dec_src_len, dec_probs, dec_cat + Hd, 2 * Hd);
     const float* y = dec[0].st_h;
     float* next = dec_y0;
     for (size_t i = 1; i < dec.size(); ++i) {
@@ -634,10 +629,9 @@ std::unique_ptr<Seq2Seq> build_gnmt(const GnmtSpec& spec, ParamStore& store) {
   g.d_vlab = g.ints(size_t(rt));
   g.d_tokens = g.ints(size_t(rows_dec));
   g.d_parents = g.ints(size_t(rows_dec));
-  g.d_row_src = g.ints(size_t(rows_dec));
-  g.d_src_len_exp = g.ints(size_t(rows_dec));
-  g.dec_values = g.floats(mul(int64_t(rows_dec) * S, H));
-  g.dec_keys = g.floats(mul(int64_t(rows_dec) * S, H));
+  g.d_dec_src_len = g.ints(size_t(lim.max_eval_batch));
+  g.dec_values = g.floats(mul(int64_t(lim.max_eval_batch) * S, H));
+  g.dec_keys = g.floats(mul(int64_t(lim.max_eval_batch) * S, H));
   g.dec_emb = g.floats(mul(rows_dec, H));
   g.dec_qp = g.floats(mul(rows_dec, H));
   g.dec_probs = g.floats(mul(rows_dec, S));

@@ -83,6 +83,7 @@ struct Transformer final : Seq2Seq {
   // Token and length arrays on the device (host pointers on the CPU build use the same buffers).
   int32_t *d_src = nullptr, *d_src_len = nullptr, *d_tgt_in = nullptr, *d_tgt_len = nullptr, *d_vidx = nullptr,
           *d_vlab = nullptr, *d_tokens = nullptr, *d_self_len = nullptr;
+  int32_t* d_dec_src_len = nullptr;  // the decoded sentences' lengths (a train_batch overwrites d_src_len)
   std::vector<int32_t> vidx, vlab;
   uint64_t drop_seed = 0, drop_offset = 0;
   bool training = false;
@@ -377,7 +378,8 @@ struct Transformer final : Seq2Seq {
     dec_rows = B * beam;
     dec_src_len = S;
     dec_cache_len = spec.limits.max_decode_len;
-    // Each layer's cross keys and values, once per sentence (d_src_len keeps its lengths).
+    // Each layer's cross keys and values, once per sentence.
+    copy_to_device(dev, d_dec_src_len, b.src_lengths.data(), size_t(B) * sizeof(int32_t));
     for (DecoderLayer& L : dec) linear_fwd(s, L.kv, enc_out, int64_t(B) * S, L.cross_kv);
   }
 
@@ -414,7 +416,7 @@ struct Transformer final : Seq2Seq {
       // summed as a batch row of its own (tests/kernels: Attention.BeamRowsOverSharedKeys...).
       for (int j = 0; j < dec_beam; ++j)
         ops->attention_forward(dims(dec_batch, 1, dec_src_len, false), dec_qkv + size_t(j) * d, dec_beam * d,
-                               L.cross_kv, 2 * d, L.cross_kv + d, 2 * d, d_src_len,
+                               L.cross_kv, 2 * d, L.cross_kv + d, 2 * d, d_dec_src_len,
                                dec_probs + size_t(j) * dec_batch * H * dec_src_len, dec_attn + size_t(j) * d,
                                dec_beam * d);
       linear_fwd(s, L.cross_out, dec_attn, rows, dec_sub);
@@ -624,6 +626,7 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
   t.g_enc_tmp = t.floats(mul(rs, d));
   t.d_src = t.ints(size_t(rs));
   t.d_src_len = t.ints(size_t(EB));
+  t.d_dec_src_len = t.ints(size_t(lim.max_eval_batch));
   t.d_tgt_in = t.ints(size_t(rt));
   t.d_tgt_len = t.ints(size_t(B));
   t.d_vidx = t.ints(size_t(rt));
