@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "kernels/op_table.h"
 #include "kernels/ops.h"
 
 namespace mlpd {
@@ -28,6 +29,12 @@ MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net) {
   b.dcls = b.device.floats(size_t(sp.max_rois) * C);
   b.dbox = b.device.floats(size_t(sp.max_rois) * C * 4);
   b.dmask = b.device.floats(size_t(sp.max_masks) * M * M * C);
+  const size_t mask_pixels = size_t(sp.max_masks) * M * M;
+  b.mask_logit = b.device.floats(mask_pixels);
+  b.mask_target = b.device.floats(mask_pixels);
+  b.dmask_logit = b.device.floats(mask_pixels);
+  static_assert(sizeof(int32_t) == sizeof(float));
+  b.mask_index = reinterpret_cast<int32_t*>(b.device.floats(mask_pixels));
   return b;
 }
 
@@ -123,28 +130,34 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
   const int F = static_cast<int>(b.mask_rois.size() / 5);
   if (F > 0) {
     const float* logits = maskrcnn_mask_forward(net, store, arena, b.mask_rois.data(), F);
-    const size_t MM = size_t(M) * M;
-    b.mask_logits.resize(size_t(F) * MM * C);
-    copy_to_host(dev, b.mask_logits.data(), logits, sizeof(float) * b.mask_logits.size());
-    b.h_dmask.assign(b.mask_logits.size(), 0.0f);
-    std::vector<float> own(MM), down(MM);
-    int row = 0;
-    for (int i = 0; i < n; ++i) {
-      const int f = fg[size_t(i)];
-      const float scale = grad_scale / float(size_t(f) * MM);
-      for (int r = 0; r < f; ++r, ++row) {
-        const int label = samples[size_t(i)].labels[size_t(r)];
-        const float* lg = b.mask_logits.data() + size_t(row) * MM * C;
-        for (size_t p = 0; p < MM; ++p) own[p] = lg[p * C + size_t(label)];
-        L.mask += sigmoid_bce(own.data(), mask_t[size_t(i)].data() + size_t(r) * MM, static_cast<int>(MM), scale,
-                              down.data()) /
-                  double(size_t(f) * MM);
-        float* dl = b.h_dmask.data() + size_t(row) * MM * C;
-        for (size_t p = 0; p < MM; ++p) dl[p * C + size_t(label)] = down[p];
+    const size_t MM = size_t(M) * M, pixels = size_t(F) * MM;
+    b.h_mask_index.clear();
+    b.h_mask_target.clear();
+    for (int i = 0, row = 0; i < n; ++i)
+      for (int r = 0; r < fg[size_t(i)]; ++r, ++row) {
+        const size_t label = size_t(samples[size_t(i)].labels[size_t(r)]);
+        for (size_t p = 0; p < MM; ++p) b.h_mask_index.push_back(static_cast<int32_t>((row * MM + p) * C + label));
+        const float* t = mask_t[size_t(i)].data() + size_t(r) * MM;
+        b.h_mask_target.insert(b.h_mask_target.end(), t, t + MM);
       }
+    copy_to_device(dev, b.mask_index, b.h_mask_index.data(), sizeof(int32_t) * pixels);
+    copy_to_device(dev, b.mask_target, b.h_mask_target.data(), sizeof(float) * pixels);
+    const OpTable& o = ops_for(dev);  // the loss in fp32 under either precision
+    const int count = static_cast<int>(pixels);
+    o.embedding_gather(logits, 1, b.mask_index, count, b.mask_logit, 1);
+    // Each image's mask loss is the mean over its rows and pixels.
+    for (size_t i = 0, first = 0; i < size_t(n); ++i) {
+      const size_t image_pixels = size_t(fg[i]) * MM;
+      if (image_pixels == 0) continue;
+      const float scale = grad_scale / float(image_pixels);
+      L.mask += o.sigmoid_bce(b.mask_logit + first, b.mask_target + first, static_cast<int>(image_pixels), scale,
+                              b.dmask_logit + first) /
+                double(image_pixels);
+      first += image_pixels;
     }
+    zero_on(dev, b.dmask, sizeof(float) * pixels * C);
+    o.embedding_scatter_add(b.dmask, 1, b.mask_index, count, b.dmask_logit, 1);
     L.masks = F;
-    copy_to_device(dev, b.dmask, b.h_dmask.data(), sizeof(float) * b.h_dmask.size());
     g.mask_logits = b.dmask;
   }
 

@@ -46,8 +46,15 @@ struct MaskRcnnLosses {
 struct MaskRcnnStepBuffers {
   DeviceBuffers device;
   float *dobjectness = nullptr, *drpn_deltas = nullptr, *dcls = nullptr, *dbox = nullptr, *dmask = nullptr;
-  std::vector<float> objectness, rpn_deltas, cls, box, mask_logits;           // host copies of outputs
-  std::vector<float> h_dobjectness, h_drpn_deltas, h_dcls, h_dbox, h_dmask;    // host gradients
+  std::vector<float> objectness, rpn_deltas, cls, box;             // host copies of outputs
+  std::vector<float> h_dobjectness, h_drpn_deltas, h_dcls, h_dbox;  // host gradients
+  // The mask loss runs on the device: the host sends each mask row's targets and where its label's
+  // logits lie in [rows, M*M, classes] (mask_index); the device picks those out (mask_logit), takes
+  // their loss and gradient (dmask_logit) and puts that back into dmask, zero elsewhere.
+  float *mask_logit = nullptr, *mask_target = nullptr, *dmask_logit = nullptr;
+  int32_t* mask_index = nullptr;
+  std::vector<float> h_mask_target;
+  std::vector<int32_t> h_mask_index;
   std::vector<float> rois, mask_rois;                                          // [R, 5]
 };
 MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net);
