@@ -12,7 +12,7 @@
 // tensor cores.
 // The ops read and write fp32 buffers; a layer may keep what it saves in bf16 between ops where
 // that loses nothing (the CNN units, src/nn/conv_bn.h; the transformer's layers) and widen it for
-// the next op (bf16_unpack_rows).
+// the next op (bf16_unpack_rows), or hand its bits to the *_bf16_input passes below.
 #include <algorithm>
 #include <array>
 #include <cstddef>

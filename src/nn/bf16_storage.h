@@ -2,7 +2,8 @@
 // bf16 op table has already rounded (a GEMM's or convolution's output), or one that only GEMMs and
 // convolutions read (they round what they read) and, for a ReLU output, its own mask (the same on
 // the rounded value: rounding keeps a sign, and only a magnitude of at most 2^-134, a subnormal the
-// ranks flush to zero, rounds to zero). The fp32 ops read such a value widened into Arena scratch.
+// ranks flush to zero, rounds to zero). A GEMM or a bf16 convolution reads such a value as its bits
+// (below); the fp32 ops read it widened into Arena scratch.
 #pragma once
 #include <cstddef>
 #include <cstdint>
