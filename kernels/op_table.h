@@ -62,6 +62,9 @@ void conv2d_backward_weights_bf16_input(Device dev, const ConvDims& d, const flo
 enum class Bf16Operand { image, output_gradient };
 // Arena floats of those two passes: the table's, and the widened operand where a pass widens it.
 size_t conv2d_scratch_floats_bf16_input(Device dev, const ConvDims& d, Bf16Operand kept);
+// rows x width bf16 values (dense) widened into rows x width floats of Arena scratch (the caller's
+// scope), for an fp32 op that reads a value kept as bf16.
+float* bf16_widened_rows(const OpTable& o, Arena& a, const uint16_t* x16, int rows, size_t width);
 // Which kernel runs the bf16 table's GEMMs on this device: "cublas", or on the CPU "avx512bf16" or
 // "widen+openblas" (kernels/cpu/gemm_bf16.h). Their sums run in different orders, so a bf16
 // result is reproduced bit for bit only on the same one: the run summary records it.

@@ -150,6 +150,12 @@ void linear_backward_x16(const uint16_t* x16, const float* dy, int n, int in, in
   linear_backward_on_packed<D>(x16, dy16, w16, dy, n, in, out, dx, dw, db);
 }
 
+// Whether the CPU's bf16 direct kernel runs this pass (conv_bf16_use_direct, its switch included);
+// it reads bf16 bits as they are. Every bf16 convolution pass asks this one question.
+bool cpu_bf16_kernel_runs(Device dev, const ConvDims& d, ConvPass pass) {
+  return dev == Device::cpu && conv_bf16_use_direct(d, pass);
+}
+
 size_t conv_x_floats(const ConvDims& d) { return size_t(d.n) * d.h * d.w * d.c_in; }
 size_t conv_y_floats(const ConvDims& d) { return size_t(d.n) * d.out_h() * d.out_w() * d.c_out; }
 size_t conv_w_floats(const ConvDims& d) { return size_t(d.k) * d.k * d.c_in * d.c_out; }
@@ -166,11 +172,9 @@ size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
       {{ConvPass::forward, x + w}, {ConvPass::backward_data, y + w}, {ConvPass::backward_weights, x + y}}};
   size_t need = 0;
   for (const auto& [pass, operands] : passes) {
-    if constexpr (D == Device::cpu) {
-      if (conv_bf16_use_direct(d, pass)) {
-        need = std::max(need, direct_conv_bf16_scratch_floats(d));
-        continue;
-      }
+    if (cpu_bf16_kernel_runs(D, d, pass)) {
+      need = std::max(need, direct_conv_bf16_scratch_floats(d));
+      continue;
     }
     need = std::max(need, fp32 + operands);
   }
@@ -182,8 +186,7 @@ size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
 template <Device D>
 bool conv_pass_native_bf16(ConvPass pass, const ConvDims& d, const float* a, const float* b, float* out,
                            Arena& arena, bool accumulate) {
-  if constexpr (D != Device::cpu) return false;
-  if (!conv_bf16_use_direct(d, pass)) return false;
+  if (!cpu_bf16_kernel_runs(D, d, pass)) return false;
   if (pass == ConvPass::forward) direct_conv_bf16_forward(d, a, b, out, arena);
   if (pass == ConvPass::backward_data) direct_conv_bf16_backward_data(d, a, b, out, arena, accumulate);
   if (pass == ConvPass::backward_weights) direct_conv_bf16_backward_weights(d, a, b, out, arena);
@@ -257,25 +260,16 @@ const OpTable& ops_for(Device d, Precision p) {
 
 namespace {
 
-// Whether the CPU's bf16 kernel runs this pass (it reads bf16 bits as they are).
-bool direct_bf16_pass(Device dev, const ConvDims& d, ConvPass pass) {
-  return dev == Device::cpu && conv_bf16_use_direct(d, pass);
-}
-
 // An operand of `floats` values (d.n images) as fp32: itself, or its bits widened into the arena
 // (the caller's scope).
 const float* as_fp32(Device, const ConvDims&, const float* p, size_t, Arena&) { return p; }
 const float* as_fp32(Device dev, const ConvDims& d, const uint16_t* p, size_t floats, Arena& a) {
-  float* f = arena_floats(a, floats);
-  if (d.n == 0) return f;
-  const int per_image = int(floats / size_t(d.n));
-  ops_for(dev).bf16_unpack_rows(p, d.n, per_image, per_image, f, per_image);
-  return f;
+  return bf16_widened_rows(ops_for(dev), a, p, d.n, d.n > 0 ? floats / size_t(d.n) : 0);
 }
 
 template <class X, class DY>
 void backward_weights_from(Device dev, const ConvDims& d, const X* x, const DY* dy, float* dw, Arena& arena) {
-  if (direct_bf16_pass(dev, d, ConvPass::backward_weights))
+  if (cpu_bf16_kernel_runs(dev, d, ConvPass::backward_weights))
     return direct_conv_bf16_backward_weights(d, x, dy, dw, arena);
   ArenaScope scope(arena);
   ops_for(dev, Precision::bf16)
@@ -287,14 +281,14 @@ void backward_weights_from(Device dev, const ConvDims& d, const X* x, const DY* 
 
 void conv2d_forward_bf16_input(Device dev, const ConvDims& d, const uint16_t* x16, const float* w, float* y,
                                Arena& arena) {
-  if (direct_bf16_pass(dev, d, ConvPass::forward)) return direct_conv_bf16_forward(d, x16, w, y, arena);
+  if (cpu_bf16_kernel_runs(dev, d, ConvPass::forward)) return direct_conv_bf16_forward(d, x16, w, y, arena);
   ArenaScope scope(arena);
   ops_for(dev, Precision::bf16).conv2d_forward(d, as_fp32(dev, d, x16, conv_x_floats(d), arena), w, y, arena);
 }
 
 void conv2d_backward_data_bf16_input(Device dev, const ConvDims& d, const uint16_t* dy16, const float* w, float* dx,
                                      Arena& arena, bool accumulate) {
-  if (direct_bf16_pass(dev, d, ConvPass::backward_data))
+  if (cpu_bf16_kernel_runs(dev, d, ConvPass::backward_data))
     return direct_conv_bf16_backward_data(d, dy16, w, dx, arena, accumulate);
   ArenaScope scope(arena);
   ops_for(dev, Precision::bf16)
@@ -314,7 +308,7 @@ void conv2d_backward_weights_bf16_input(Device dev, const ConvDims& d, const flo
 size_t conv2d_scratch_floats_bf16_input(Device dev, const ConvDims& d, Bf16Operand kept) {
   const bool image = kept == Bf16Operand::image;
   const ConvPass other = image ? ConvPass::forward : ConvPass::backward_data;
-  const bool widens = !direct_bf16_pass(dev, d, other) || !direct_bf16_pass(dev, d, ConvPass::backward_weights);
+  const bool widens = !cpu_bf16_kernel_runs(dev, d, other) || !cpu_bf16_kernel_runs(dev, d, ConvPass::backward_weights);
   const size_t widened = widens ? arena_floats_span(image ? conv_x_floats(d) : conv_y_floats(d)) : 0;
   return ops_for(dev, Precision::bf16).conv2d_scratch_floats(d) + widened;
 }
@@ -323,6 +317,13 @@ void linear_backward_bf16_input(Device d, const uint16_t* x16, const float* dy, 
                                 float* dx, float* dw, float* db) {
   if (d == Device::cpu) return linear_backward_x16<Device::cpu>(x16, dy, n, in, out, w, dx, dw, db);
   linear_backward_x16<Device::cuda>(x16, dy, n, in, out, w, dx, dw, db);
+}
+
+float* bf16_widened_rows(const OpTable& o, Arena& a, const uint16_t* x16, int rows, size_t width) {
+  float* x = arena_floats(a, size_t(rows) * width);
+  const int w = static_cast<int>(width);
+  if (rows > 0) o.bf16_unpack_rows(x16, rows, w, w, x, w);
+  return x;
 }
 
 const char* bf16_gemm_kernel(Device d) { return d == Device::cuda ? "cublas" : gemm_bf16_path_name(); }

@@ -1,6 +1,7 @@
 // Fused multi-head scaled dot-product attention on the CPU: per (batch row, head), three GEMMs
 // (OpenBLAS, through kernels/cpu/gemm.cpp) on the head's column block, read and written in place
-// through the leading dimensions, and a row softmax between them.
+// through the leading dimensions, and a row softmax between them. Keys and values kept as bf16
+// (attention_forward_bf16_kv) are widened one head's block at a time for those GEMMs.
 // Only the keys that some query of the pair can see enter the GEMMs: keys [0, kmax) with
 // kmax = min(key_lengths[b], k_len) forward; backward, which has no key_lengths, takes kmax = 1 + the
 // last key column with a non-zero probability (exact: a column of zero probabilities has zero
@@ -8,6 +9,7 @@
 // cannot leak into the outputs through 0 * inf.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/ops.h"
@@ -41,24 +43,54 @@ inline void softmax_prefix(float* s, int n, int k_len) {
 
 }  // namespace
 
-void attention_forward(const AttentionDims& d, const float* q, int ldq, const float* k, int ldk, const float* v,
-                       int ldv, const int32_t* key_lengths, float* probs, float* out, int ldo) {
+namespace {
+
+// A head's column block of k or v as the GEMMs read it: in place (fp32), or its bf16 values widened
+// into a dense [rows x head_dim] scratch (exact, so the same numbers enter the same GEMM).
+struct HeadBlock {
+  const float* data;
+  int ld;
+};
+HeadBlock head_block(const float* x, int ld, int, int, std::vector<float>&) { return {x, ld}; }
+HeadBlock head_block(const uint16_t* x, int ld, int rows, int hd, std::vector<float>& scratch) {
+  scratch.resize(std::max(size_t(rows) * size_t(hd), size_t(1)));
+  if (rows > 0) bf16_unpack_rows(x, rows, hd, ld, scratch.data(), hd);
+  return {scratch.data(), hd};
+}
+
+template <class KV>
+void attention_forward_on(const AttentionDims& d, const float* q, int ldq, const KV* k, int ldk, const KV* v, int ldv,
+                          const int32_t* key_lengths, float* probs, float* out, int ldo) {
   const int hd = d.head_dim, ql = d.q_len, kl = d.k_len;
   if (ql <= 0 || hd <= 0) return;
   const float scale = 1.0f / std::sqrt(float(hd));
+  thread_local std::vector<float> k_scratch, v_scratch;  // bf16 k, v only; grown once, then reused
   for (int b = 0; b < d.batch; ++b) {
     const int kmax = std::clamp(key_lengths ? int(key_lengths[b]) : kl, 0, kl);
     for (int h = 0; h < d.heads; ++h) {
       const float* qh = q + size_t(b) * ql * ldq + size_t(h) * hd;
-      const float* kh = k + size_t(b) * kl * ldk + size_t(h) * hd;
-      const float* vh = v + size_t(b) * kl * ldv + size_t(h) * hd;
+      const HeadBlock kh = head_block(k + size_t(b) * kl * ldk + size_t(h) * hd, ldk, kmax, hd, k_scratch);
+      const HeadBlock vh = head_block(v + size_t(b) * kl * ldv + size_t(h) * hd, ldv, kmax, hd, v_scratch);
       float* oh = out + size_t(b) * ql * ldo + size_t(h) * hd;
       float* p = probs + (size_t(b) * d.heads + h) * size_t(ql) * kl;
-      if (kmax > 0) gemm(false, true, ql, kmax, hd, scale, qh, ldq, kh, ldk, 0.0f, p, kl);  // scores
+      if (kmax > 0) gemm(false, true, ql, kmax, hd, scale, qh, ldq, kh.data, kh.ld, 0.0f, p, kl);  // scores
       for (int i = 0; i < ql; ++i) softmax_prefix(p + size_t(i) * kl, visible_keys(d, kmax, i), kl);
-      gemm(false, false, ql, hd, kmax, 1.0f, p, kl, vh, ldv, 0.0f, oh, ldo);  // kmax == 0: out = 0
+      gemm(false, false, ql, hd, kmax, 1.0f, p, kl, vh.data, vh.ld, 0.0f, oh, ldo);  // kmax == 0: out = 0
     }
   }
+}
+
+}  // namespace
+
+void attention_forward(const AttentionDims& d, const float* q, int ldq, const float* k, int ldk, const float* v,
+                       int ldv, const int32_t* key_lengths, float* probs, float* out, int ldo) {
+  attention_forward_on(d, q, ldq, k, ldk, v, ldv, key_lengths, probs, out, ldo);
+}
+
+void attention_forward_bf16_kv(const AttentionDims& d, const float* q, int ldq, const uint16_t* k16, int ldk,
+                               const uint16_t* v16, int ldv, const int32_t* key_lengths, float* probs, float* out,
+                               int ldo) {
+  attention_forward_on(d, q, ldq, k16, ldk, v16, ldv, key_lengths, probs, out, ldo);
 }
 
 // With P the probabilities and dO the output's gradient (per batch row and head):

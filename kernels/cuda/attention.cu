@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/bf16.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
@@ -52,11 +53,17 @@ __device__ __forceinline__ int visible_keys(int key_length, int k_len, int q_len
   return n > 0 ? n : 0;
 }
 
+// A key or value as fp32: itself, or a bf16 one widened (exact), so both forwards do the same sums.
+__device__ __forceinline__ float kv_value(float x) { return x; }
+__device__ __forceinline__ float kv_value(uint16_t x) { return bf16_to_f32(x); }
+
 // Shared memory of the forward: q row [head_dim], scores [k_len], reduction [kAttnWarps].
+// KV: float, or uint16_t for keys and values kept as bf16 bits.
+template <class KV>
 __global__ void __launch_bounds__(kAttnThreads)
     attention_forward_kernel(int heads, int q_len, int k_len, int hd, bool causal, float scale,
-                             const float* __restrict__ q, int ldq, const float* __restrict__ k, int ldk,
-                             const float* __restrict__ v, int ldv, const int32_t* __restrict__ key_lengths,
+                             const float* __restrict__ q, int ldq, const KV* __restrict__ k, int ldk,
+                             const KV* __restrict__ v, int ldv, const int32_t* __restrict__ key_lengths,
                              float* __restrict__ probs, float* __restrict__ out, int ldo) {
   extern __shared__ float shared[];
   float* sq = shared;
@@ -76,11 +83,11 @@ __global__ void __launch_bounds__(kAttnThreads)
   const float* qrow = q + (size_t(b) * q_len + i) * size_t(ldq) + col;
   for (int c = tid; c < hd; c += kAttnThreads) sq[c] = qrow[c];
   __syncthreads();
-  const float* kb = k + size_t(b) * k_len * size_t(ldk) + col;
+  const KV* kb = k + size_t(b) * k_len * size_t(ldk) + col;
   for (int j = warp; j < nv; j += kAttnWarps) {
-    const float* kr = kb + size_t(j) * ldk;
+    const KV* kr = kb + size_t(j) * ldk;
     float part = 0.0f;
-    for (int c = lane; c < hd; c += 32) part += sq[c] * kr[c];
+    for (int c = lane; c < hd; c += 32) part += sq[c] * kv_value(kr[c]);
     part = warp_sum(part);
     if (lane == 0) s[j] = part * scale;
   }
@@ -102,10 +109,10 @@ __global__ void __launch_bounds__(kAttnThreads)
     prow[j] = p;
   }
   __syncthreads();
-  const float* vb = v + size_t(b) * k_len * size_t(ldv) + col;
+  const KV* vb = v + size_t(b) * k_len * size_t(ldv) + col;
   for (int c = tid; c < hd; c += kAttnThreads) {
     float acc = 0.0f;
-    for (int j = 0; j < nv; ++j) acc += s[j] * vb[size_t(j) * ldv + c];
+    for (int j = 0; j < nv; ++j) acc += s[j] * kv_value(vb[size_t(j) * ldv + c]);
     orow[c] = acc;
   }
 }
@@ -218,19 +225,31 @@ float* ds_buffer(size_t floats) {
   return buf;
 }
 
+template <class KV>
+void launch_attention_forward(const AttentionDims& d, const float* q, int ldq, const KV* k, int ldk, const KV* v,
+                              int ldv, const int32_t* key_lengths, float* probs, float* out, int ldo) {
+  if (d.batch <= 0 || d.heads <= 0 || d.q_len <= 0 || d.head_dim <= 0 || d.k_len < 0) return;
+  const float scale = 1.0f / std::sqrt(float(d.head_dim));
+  const size_t shared = sizeof(float) * (size_t(d.head_dim) + size_t(d.k_len) + kAttnWarps);
+  allow_shared(attention_forward_kernel<KV>, shared);
+  const dim3 grid(unsigned(d.q_len), unsigned(d.heads), unsigned(d.batch));
+  attention_forward_kernel<KV><<<grid, kAttnThreads, shared, stream()>>>(d.heads, d.q_len, d.k_len, d.head_dim,
+                                                                         d.causal, scale, q, ldq, k, ldk, v, ldv,
+                                                                         key_lengths, probs, out, ldo);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void attention_forward(const AttentionDims& d, const float* q, int ldq, const float* k, int ldk, const float* v,
                        int ldv, const int32_t* key_lengths, float* probs, float* out, int ldo) {
-  if (d.batch <= 0 || d.heads <= 0 || d.q_len <= 0 || d.head_dim <= 0 || d.k_len < 0) return;
-  const float scale = 1.0f / std::sqrt(float(d.head_dim));
-  const size_t shared = sizeof(float) * (size_t(d.head_dim) + size_t(d.k_len) + kAttnWarps);
-  allow_shared(attention_forward_kernel, shared);
-  const dim3 grid(unsigned(d.q_len), unsigned(d.heads), unsigned(d.batch));
-  attention_forward_kernel<<<grid, kAttnThreads, shared, stream()>>>(d.heads, d.q_len, d.k_len, d.head_dim,
-                                                                     d.causal, scale, q, ldq, k, ldk, v, ldv,
-                                                                     key_lengths, probs, out, ldo);
-  CUDA_CHECK_LAUNCH();
+  launch_attention_forward(d, q, ldq, k, ldk, v, ldv, key_lengths, probs, out, ldo);
+}
+
+void attention_forward_bf16_kv(const AttentionDims& d, const float* q, int ldq, const uint16_t* k16, int ldk,
+                               const uint16_t* v16, int ldv, const int32_t* key_lengths, float* probs, float* out,
+                               int ldo) {
+  launch_attention_forward(d, q, ldq, k16, ldk, v16, ldv, key_lengths, probs, out, ldo);
 }
 
 void attention_backward(const AttentionDims& d, const float* q, int ldq, const float* k, int ldk, const float* v,

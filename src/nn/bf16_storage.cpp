@@ -11,13 +11,6 @@ void pack_items(const OpTable& o, const float* x, int n, size_t per_item, uint16
   o.bf16_pack_rows(x, n, w, w, x16, w);
 }
 
-float* widened_items(const OpTable& o, Arena& a, const uint16_t* x16, int n, size_t per_item) {
-  const int w = static_cast<int>(per_item);
-  float* x = arena_floats(a, size_t(n) * per_item);
-  o.bf16_unpack_rows(x16, n, w, w, x, w);
-  return x;
-}
-
 SavedActivation make_saved_activation(DeviceBuffers& buf, size_t per_item, int max_items, bool bf16) {
   MLPD_CHECK(per_item <= size_t(std::numeric_limits<int>::max()), "bf16_storage: an item too large for one row");
   SavedActivation v;
@@ -41,7 +34,7 @@ void keep(const OpTable& o, const SavedActivation& v, const float* y, int items)
 }
 
 const float* read_saved(const OpTable& o, const SavedActivation& v, Arena& a, int items) {
-  return v.b16 ? widened_items(o, a, v.b16, items, v.per_item) : v.f32;
+  return v.b16 ? bf16_widened_rows(o, a, v.b16, items, v.per_item) : v.f32;
 }
 
 void relu_backward_saved(const OpTable& o, const SavedActivation& v, int items, float* dy) {

@@ -18,8 +18,6 @@ namespace mlpd::nn {
 
 // n items of per_item values, fp32 -> bf16 (rows of per_item values; per_item fits an int).
 void pack_items(const OpTable& o, const float* x, int n, size_t per_item, uint16_t* x16);
-// The same widened back into `count = n * per_item` floats of Arena scratch.
-float* widened_items(const OpTable& o, Arena& a, const uint16_t* x16, int n, size_t per_item);
 // What arena_floats(count) may take of an arena, with an alignment step to spare.
 inline size_t arena_span(size_t count) { return arena_floats_span(count) + 16; }
 

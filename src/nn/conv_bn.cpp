@@ -77,7 +77,7 @@ void forward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n, 
   pack_items(o, conv.y, n, u.out_per_image, u.conv_y16);
   BatchNorm bn = u.bn;
   bn.x = conv.y;
-  if (u.residual16) bn.residual = widened_items(o, a, u.residual16, n, u.out_per_image);
+  if (u.residual16) bn.residual = bf16_widened_rows(o, a, u.residual16, n, u.out_per_image);
   if (u.y16) bn.y = arena_floats(a, size_t(n) * u.out_per_image);
   forward(o, bn, s, n, train);
   if (u.y16) pack_items(o, bn.y, n, u.out_per_image, u.y16);
@@ -90,7 +90,7 @@ void backward(const OpTable& o, const ConvBn& u, ParamStore& s, Arena& a, int n,
   {
     ArenaScope bn_scope(a);
     BatchNorm bn = u.bn;
-    if (u.conv_y16) bn.x = widened_items(o, a, u.conv_y16, n, u.out_per_image);
+    if (u.conv_y16) bn.x = bf16_widened_rows(o, a, u.conv_y16, n, u.out_per_image);
     const float* g = dy;
     if (u.y16) {
       // The ReLU's mask, y > 0, is the same on the rounded y: rounding keeps a sign, and only a

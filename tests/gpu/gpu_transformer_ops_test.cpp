@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "gpu_test_util.h"
 
 using namespace mlpd;
@@ -305,6 +306,40 @@ TEST_P(AttentionGpu, TwoRunsGiveTheSameBits) {
   EXPECT_TRUE(same_bits("attention probs", runs[0][0], runs[1][0]));
   EXPECT_TRUE(same_bits("attention out", runs[0][1], runs[1][1]));
   EXPECT_TRUE(same_bits("attention dq/dk/dv", runs[0][2], runs[1][2]));
+}
+
+// Keys and values kept as bf16 bits (the decoder's cache under bf16 storage): the GPU's forward on
+// them gives the bits of its fp32 forward on their widened values, and the CPU's bf16-kv forward's
+// values within the fp32 tolerance.
+TEST_P(AttentionGpu, Bf16KeysAndValuesGiveTheBitsOfTheWidenedForward) {
+  const AttnCase c = GetParam();
+  const AttentionDims d{c.batch, c.heads, c.q_len, c.k_len, c.head_dim, c.causal};
+  const AttnLayout l(c);
+  const auto qkv = random_floats(l.size, 560, -2.0f, 2.0f);
+  std::vector<uint16_t> qkv16(qkv.size());
+  std::vector<float> widened(qkv.size());
+  for (size_t i = 0; i < qkv.size(); ++i) {
+    qkv16[i] = f32_to_bf16(qkv[i]);
+    widened[i] = bf16_to_f32(qkv16[i]);
+  }
+  std::vector<float> probs(l.probs_size), out(l.out_size, 777.0f);
+  cpu().attention_forward_bf16_kv(d, qkv.data() + l.qoff, l.ldq, qkv16.data() + l.koff, l.ldk, qkv16.data() + l.voff,
+                                  l.ldv, c.key_lengths.data(), probs.data(), out.data(), l.ldo);
+  DeviceBuffer<float> gq(qkv), gwide(widened), wprobs(std::vector<float>(l.probs_size, 777.0f)),
+      wout(std::vector<float>(l.out_size, 777.0f)), bprobs(std::vector<float>(l.probs_size, 777.0f)),
+      bout(std::vector<float>(l.out_size, 777.0f));
+  DeviceBuffer<uint16_t> gkv16(qkv16);
+  DeviceBuffer<int32_t> glen(c.key_lengths);
+  const float* q = gq.get() + l.qoff;
+  gpu().attention_forward(d, q, l.ldq, gwide.get() + l.koff, l.ldk, gwide.get() + l.voff, l.ldv, glen.get(),
+                          wprobs.get(), wout.get(), l.ldo);
+  gpu().attention_forward_bf16_kv(d, q, l.ldq, gkv16.get() + l.koff, l.ldk, gkv16.get() + l.voff, l.ldv, glen.get(),
+                                  bprobs.get(), bout.get(), l.ldo);
+  const auto got_probs = bprobs.download(), got_out = bout.download();
+  EXPECT_TRUE(same_bits("bf16-kv probs", got_probs, wprobs.download()));
+  EXPECT_TRUE(same_bits("bf16-kv out", got_out, wout.download()));
+  EXPECT_TRUE(all_close("bf16-kv probs against the CPU", got_probs, probs, 1e-5, 1e-6));
+  EXPECT_TRUE(all_close("bf16-kv out against the CPU", got_out, out, 1e-5, 1e-5));
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -374,6 +374,43 @@ TEST(Attention, BeamRowsOverSharedKeysGiveTheBitsOfEachAlone) {
               << b << " " << h << " " << j << " " << k;
 }
 
+// The decoder's self-attention cache under bf16 storage: keys and values kept as bf16 bits, in the
+// cache's layout (one row [k | v] of 2 d per position, rows per hypothesis), read by
+// attention_forward_bf16_kv. Its probabilities and outputs must be the bits of attention_forward
+// on the widened cache, in the same layout, for every key length (0 included) and causal or not.
+TEST(Attention, Bf16KeysAndValuesGiveTheBitsOfTheirWidenedValues) {
+  const int rows = 5, heads = 4, hd = 16, d = heads * hd, keys = 23;
+  const std::vector<int32_t> lengths{23, 1, 0, 17, 9};
+  for (const int q_len : {1, 3})
+    for (const bool causal : {false, true}) {
+      const auto q = random_vec(size_t(rows) * q_len * d, 371);
+      const auto kv = random_vec(size_t(rows) * keys * 2 * d, 372, -4.0f, 4.0f);
+      std::vector<uint16_t> kv16(kv.size());
+      std::vector<float> widened(kv.size());
+      for (size_t i = 0; i < kv.size(); ++i) {
+        kv16[i] = f32_to_bf16(kv[i]);
+        widened[i] = bf16_to_f32(kv16[i]);
+      }
+      const AttentionDims dims{rows, heads, q_len, keys, hd, causal};
+      const size_t probs_size = size_t(rows) * heads * q_len * keys;
+      std::vector<float> want_probs(probs_size, -1.0f), want_out(q.size(), -1.0f);
+      std::vector<float> got_probs(probs_size, -2.0f), got_out(q.size(), -2.0f);
+      attention_forward(dims, q.data(), d, widened.data(), 2 * d, widened.data() + d, 2 * d, lengths.data(),
+                        want_probs.data(), want_out.data(), d);
+      attention_forward_bf16_kv(dims, q.data(), d, kv16.data(), 2 * d, kv16.data() + d, 2 * d, lengths.data(),
+                                got_probs.data(), got_out.data(), d);
+      for (size_t i = 0; i < probs_size; ++i)
+        ASSERT_EQ(f32_bits(got_probs[i]), f32_bits(want_probs[i])) << "probs " << i << " q_len " << q_len;
+      for (size_t i = 0; i < q.size(); ++i)
+        ASSERT_EQ(f32_bits(got_out[i]), f32_bits(want_out[i])) << "out " << i << " q_len " << q_len;
+      // Not the fp32 keys' result: the test sees the rounding (so a path that read kv would fail).
+      std::vector<float> fp32_out(q.size());
+      attention_forward(dims, q.data(), d, kv.data(), 2 * d, kv.data() + d, 2 * d, lengths.data(),
+                        want_probs.data(), fp32_out.data(), d);
+      EXPECT_NE(fp32_out, got_out);
+    }
+}
+
 // ================================ Token embedding ================================
 
 // fairseq's PE written independently: w_i = 10000^(-i / (half - 1)).

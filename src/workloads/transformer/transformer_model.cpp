@@ -48,8 +48,11 @@ struct DecoderLayer {
            *h16 = nullptr;
   // Decoding: the cross-attention keys and values of each source sentence (its hypotheses read
   // them in place), and the self-attention cache of past positions (reordered by the beam's
-  // parents each step: Transformer's spare_cache).
+  // parents each step: Transformer's spare_cache). Under bf16 storage both hold bf16 bits (they
+  // are the bf16 table's GEMM outputs, so nothing is lost; attention_forward_bf16_kv reads them)
+  // and the fp32 pointers stay null.
   float *cross_kv = nullptr, *cache = nullptr;
+  uint16_t *cross_kv16 = nullptr, *cache16 = nullptr;
 };
 
 constexpr float kLayerNormEps = 1e-5f;
@@ -94,11 +97,13 @@ struct Transformer final : Seq2Seq {
   // Where the beam's reorder gathers a layer's cache, which then becomes the spare: one buffer for
   // all layers, not one each (a cache is rows x max decode length x 2d floats).
   float* spare_cache = nullptr;
+  uint16_t* spare_cache16 = nullptr;
   std::vector<float> host_logits;
   std::vector<int32_t> host_lens;
 
   float* floats(size_t n) { return buffers.floats(std::max<size_t>(n, 1)); }
-  // A saved activation's buffer: fp32, or under bf16 storage bf16 (the fp32 pointer stays null).
+  // A buffer of bf16 values (a saved activation, a decode cache): fp32, or under bf16 storage bf16
+  // (the fp32 pointer stays null).
   void saved_buffer(size_t n, float*& own, uint16_t*& kept) {
     if (bf16_storage)
       kept = buffers.halves(std::max<size_t>(n, 1));
@@ -380,7 +385,30 @@ struct Transformer final : Seq2Seq {
     dec_cache_len = spec.limits.max_decode_len;
     // Each layer's cross keys and values, once per sentence.
     copy_to_device(dev, d_dec_src_len, b.src_lengths.data(), size_t(B) * sizeof(int32_t));
-    for (DecoderLayer& L : dec) linear_fwd(s, L.kv, enc_out, int64_t(B) * S, L.cross_kv);
+    for (DecoderLayer& L : dec) {
+      linear_fwd(s, L.kv, enc_out, int64_t(B) * S, target(L.cross_kv, w_kv));
+      keep(w_kv, int64_t(B) * S, 2 * d, L.cross_kv16);
+    }
+  }
+
+  // Hypothesis r's cache rows [0, step) become those of its parent: gathered into the spare, which
+  // then trades places with the layer's cache.
+  template <class T>
+  void reorder_cache(T*& cache, T*& spare, const int32_t* parents, int rows, int step) const {
+    const size_t block = mul(dec_cache_len, 2 * d);
+    for (int r = 0; r < rows; ++r)
+      copy_within(spec.device, spare + size_t(r) * block, cache + size_t(parents[r]) * block,
+                  mul(step, 2 * d) * sizeof(T));
+    std::swap(cache, spare);
+  }
+
+  // Attention over keys and values kept at k and k + d with row stride 2d: fp32, or bf16 bits.
+  void attention_over(const AttentionDims& a, const float* q, int ldq, const float* kv, const uint16_t* kv16,
+                      const int32_t* lengths, float* probs, float* out, int ldo) const {
+    if (kv16)
+      ops->attention_forward_bf16_kv(a, q, ldq, kv16, 2 * d, kv16 + d, 2 * d, lengths, probs, out, ldo);
+    else
+      ops->attention_forward(a, q, ldq, kv, 2 * d, kv + d, 2 * d, lengths, probs, out, ldo);
   }
 
   void decode_step(const ParamStore& s, int step, const int32_t* last_tokens, const int32_t* parents, int rows,
@@ -393,10 +421,10 @@ struct Transformer final : Seq2Seq {
       for (int r = 0; r < rows; ++r) identity = identity && parents[r] == r;
       if (!identity)
         for (DecoderLayer& L : dec) {
-          for (int r = 0; r < rows; ++r)
-            ops->copy_rows(L.cache + size_t(parents[r]) * block, 2 * d, step, 2 * d, spare_cache + size_t(r) * block,
-                           2 * d);
-          std::swap(L.cache, spare_cache);
+          if (bf16_storage)
+            reorder_cache(L.cache16, spare_cache16, parents, rows, step);
+          else
+            reorder_cache(L.cache, spare_cache, parents, rows, step);
         }
     }
     copy_to_device(dev, d_tokens, last_tokens, size_t(rows) * sizeof(int32_t));
@@ -406,19 +434,21 @@ struct Transformer final : Seq2Seq {
     float* y = dec_y;
     for (DecoderLayer& L : dec) {
       linear_fwd(s, L.qkv, y, rows, dec_qkv);
-      ops->copy_rows(dec_qkv + d, 3 * d, rows, 2 * d, L.cache + size_t(step) * 2 * d, static_cast<int>(block));
-      ops->attention_forward(dims(rows, 1, dec_cache_len, false), dec_qkv, 3 * d, L.cache, 2 * d, L.cache + d, 2 * d,
-                             d_self_len, dec_probs, dec_attn, d);
+      if (bf16_storage)
+        ops->bf16_pack_rows(dec_qkv + d, rows, 2 * d, 3 * d, L.cache16 + size_t(step) * 2 * d, static_cast<int>(block));
+      else
+        ops->copy_rows(dec_qkv + d, 3 * d, rows, 2 * d, L.cache + size_t(step) * 2 * d, static_cast<int>(block));
+      attention_over(dims(rows, 1, dec_cache_len, false), dec_qkv, 3 * d, L.cache, L.cache16, d_self_len, dec_probs,
+                     dec_attn, d);
       linear_fwd(s, L.out, dec_attn, rows, dec_sub);
       residual_norm_fwd(s, L.ln1, y, dec_sub, rows, nullptr, dec_r, dec_y1, dec_mean, dec_inv);
       linear_fwd(s, L.q, dec_y1, rows, dec_qkv);
       // Rows b * beam + j, for each place j in the beam: one query per sentence over its keys, each
       // summed as a batch row of its own (tests/kernels: Attention.BeamRowsOverSharedKeys...).
       for (int j = 0; j < dec_beam; ++j)
-        ops->attention_forward(dims(dec_batch, 1, dec_src_len, false), dec_qkv + size_t(j) * d, dec_beam * d,
-                               L.cross_kv, 2 * d, L.cross_kv + d, 2 * d, d_dec_src_len,
-                               dec_probs + size_t(j) * dec_batch * H * dec_src_len, dec_attn + size_t(j) * d,
-                               dec_beam * d);
+        attention_over(dims(dec_batch, 1, dec_src_len, false), dec_qkv + size_t(j) * d, dec_beam * d, L.cross_kv,
+                       L.cross_kv16, d_dec_src_len, dec_probs + size_t(j) * dec_batch * H * dec_src_len,
+                       dec_attn + size_t(j) * d, dec_beam * d);
       linear_fwd(s, L.cross_out, dec_attn, rows, dec_sub);
       residual_norm_fwd(s, L.ln2, dec_y1, dec_sub, rows, nullptr, dec_r, y, dec_mean, dec_inv);
       linear_fwd(s, L.ffn1, y, rows, dec_h);
@@ -608,10 +638,10 @@ std::unique_ptr<Seq2Seq> build_transformer(const TransformerSpec& spec, ParamSto
     L.mask1 = t.bytes(mul(rt, d));
     L.mask2 = t.bytes(mul(rt, d));
     L.mask3 = t.bytes(mul(rt, d));
-    L.cross_kv = t.floats(mul(int64_t(lim.max_eval_batch) * S, 2 * d));
-    L.cache = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
+    t.saved_buffer(mul(int64_t(lim.max_eval_batch) * S, 2 * d), L.cross_kv, L.cross_kv16);
+    t.saved_buffer(mul(int64_t(rows_dec) * TC, 2 * d), L.cache, L.cache16);
   }
-  t.spare_cache = t.floats(mul(int64_t(rows_dec) * TC, 2 * d));
+  t.saved_buffer(mul(int64_t(rows_dec) * TC, 2 * d), t.spare_cache, t.spare_cache16);
   t.logits = t.floats(mul(std::max<int64_t>(rt, rows_dec), t.V));
   t.dlogits = t.logits;  // softmax_xent writes the gradient over the logits, which nothing reads after
   t.yv = t.floats(mul(rt, d));
