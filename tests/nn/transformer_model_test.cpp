@@ -146,8 +146,9 @@ TEST(TransformerModel, DecodingAgreesWithTeacherForcing) {
   }
 }
 
-// --precision bf16 keeps q, k, v, the attention outputs and the feed-forward hidden layer as bf16:
-// the same bits as keeping them in fp32, in training (with dropout) and in decoding.
+// --precision bf16 keeps q, k, v, the attention outputs and the feed-forward hidden layer as bf16,
+// and in decoding the cross keys and values and the self-attention caches: the same bits as
+// keeping them in fp32, in training (with dropout) and in decoding (with the beam's reorder).
 TEST(TransformerModel, Bf16StorageGivesTheBitsOfFp32Storage) {
   TinyModel kept(0.2f, 2, 0.1f, Precision::bf16, true), plain(0.2f, 2, 0.1f, Precision::bf16, false);
   EXPECT_LT(kept.model->activation_bytes(), plain.model->activation_bytes());
@@ -161,14 +162,15 @@ TEST(TransformerModel, Bf16StorageGivesTheBitsOfFp32Storage) {
   EXPECT_GT(norm, 0.0);
   const int rows = 6, V = 13;
   std::vector<float> lp_kept(size_t(rows) * V), lp_plain(lp_kept.size());
-  std::vector<int32_t> last(rows, 1), parents{0, 1, 2, 3, 4, 5};
+  std::vector<int32_t> last{1, 3, 1, 5, 1, 6}, parents{0, 1, 2, 3, 4, 5};  // each row its own history
   kept.model->begin_decode(kept.store, b, 2);
   plain.model->begin_decode(plain.store, b, 2);
   for (int step = 0; step < 3; ++step) {
     kept.model->decode_step(kept.store, step, last.data(), parents.data(), rows, lp_kept.data());
     plain.model->decode_step(plain.store, step, last.data(), parents.data(), rows, lp_plain.data());
     ASSERT_EQ(lp_kept, lp_plain) << "decode step " << step;
-    std::fill(last.begin(), last.end(), 4 + step);
+    for (int r = 0; r < rows; ++r) last[size_t(r)] = 3 + (r + 2 * step) % 9;
+    parents = {1, 0, 2, 2, 5, 4};  // swaps and a copy: the reorder of the (bf16) caches
   }
   // fp32 ignores the setting.
   TinyModel fp32_a(0.2f, 2, 0.1f, Precision::fp32, true), fp32_b(0.2f, 2, 0.1f, Precision::fp32, false);
