@@ -602,12 +602,15 @@ size_t maskrcnn_arena_bytes(const MaskRcnn& n) {
   // The box head's backward: the gradient at its pooled input, under fc6's backward.
   const nn::SavedActivation& box = n.box_pool.pooled;
   f = std::max(f, nn::arena_span(size_t(mr) * box.per_item));
-  // The mask head: each layer's forward; in backward, each layer's under the gradients' two buffers
-  // (the predictor reads the deconv's kept output as it is, and takes no arena).
-  size_t mask_fwd = std::max(forward_scratch_floats(n, n.deconv, mm), nn::scratch_floats(n.mask_pool.pooled, mm));
+  // The mask head: each layer's forward, the first one's under the pooled RoIs it reads (in the
+  // arena under bf16 storage); in backward, each layer's under the gradients' two buffers (the
+  // predictor reads the deconv's kept output as it is, and takes no arena).
+  const size_t mask_pooled = nn::scratch_floats(n.mask_pool.pooled, mm);
+  size_t mask_fwd = std::max(forward_scratch_floats(n, n.deconv, mm), mask_pooled);
   size_t mask_bwd = backward_scratch_floats(n, n.deconv, mm);
-  for (const ConvBiasRelu& l : n.mask_convs) {
-    mask_fwd = std::max(mask_fwd, forward_scratch_floats(n, l, mm));
+  for (size_t i = 0; i < n.mask_convs.size(); ++i) {
+    const ConvBiasRelu& l = n.mask_convs[i];
+    mask_fwd = std::max(mask_fwd, (i == 0 ? mask_pooled : 0) + forward_scratch_floats(n, l, mm));
     mask_bwd = std::max(mask_bwd, backward_scratch_floats(n, l, mm));
   }
   const size_t turns =
@@ -814,8 +817,8 @@ const float* maskrcnn_mask_forward(MaskRcnn& n, ParamStore& s, Arena& a, const f
   const int M = 2 * n.spec.mask_pool;
   {
     ArenaScope scope(a);
-    // The first conv reads the pooled RoIs as pooled, not widened back from their bf16 copy (the
-    // arena bound is the same: that copy would take their place).
+    // The first conv reads the pooled RoIs as pooled (in the arena under bf16 storage), not their
+    // bf16 copy: the arena bound counts them under its forward.
     const float* pooled = pool_rois(n, n.mask_pool, a, rois, count);
     if (!n.mask_convs.empty()) forward(n, n.mask_convs[0], s, a, count, pooled);
   }
