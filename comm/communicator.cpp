@@ -326,7 +326,10 @@ std::unique_ptr<Communicator> make_communicator(World& w, const CommConfig& cfg,
   build(1);
   c->spans.reserve(1024);
 
-  if (w.size > 1) {
+  // At one rank there is nothing to sum, and auto builds no backend. A backend named nccl is built
+  // even so: a one-rank allreduce is a copy, but the buckets, events and stream waits all run, which
+  // is what an overlap measurement on one GPU needs.
+  if (w.size > 1 || be == "nccl") {
     build_topology(*c);
     set_idle_policy(w.local_size);
     if (!c->sparse.tables.empty()) MPI_CHECK(MPI_Comm_dup(c->topo.world, &c->sparse.comm));

@@ -75,9 +75,10 @@ ParamStore device_store() {
 }
 
 // `steps` training steps' worth of gradient reduction; returns the wrong elements over all ranks.
-long long bucketed_steps_wrong(World& w, bool overlap, int steps) {
+long long bucketed_steps_wrong(World& w, bool overlap, int steps, const std::string& backend = "auto") {
   ParamStore s = device_store();
   CommConfig cfg;
+  cfg.backend = backend;
   cfg.bucket_mb = 0.5;         // 125000 floats
   cfg.first_bucket_mb = 0.05;  // the last views alone first
   cfg.overlap = overlap;
@@ -127,6 +128,47 @@ TEST(NcclDevice, BucketedStepOnTheGpuSumsOverRanksWithOverlapOff) {
   const std::string why = gpu_setup(w);
   if (!why.empty()) GTEST_SKIP() << why;
   EXPECT_EQ(bucketed_steps_wrong(w, /*overlap=*/false, 2), 0);
+}
+
+// nccl named explicitly runs NCCL at one rank too (auto builds nothing there): the buckets,
+// events and stream waits of a one-GPU overlap measurement (launch/gpu-check) really run.
+TEST(NcclDevice, BucketedStepThroughNcclNamedRunsAtEveryRankCount) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  World& w = test_world();
+  const std::string why = gpu_setup(w);
+  if (!why.empty()) GTEST_SKIP() << why;
+  ParamStore s = device_store();
+  CommConfig cfg;
+  cfg.backend = "nccl";
+  EXPECT_NE(describe(*make_communicator(w, cfg, s)).find("(nccl)"), std::string::npos);
+  EXPECT_EQ(bucketed_steps_wrong(w, /*overlap=*/true, 2, "nccl"), 0);
+}
+
+// A host store through the nccl backend (each bucket staged through the GPU).
+TEST(NcclDevice, HostStoreBucketedSumOfIntegerDataIsExact) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  World& w = test_world();
+  const std::string why = gpu_setup(w);
+  if (!why.empty()) GTEST_SKIP() << why;
+  ParamStore s;
+  for (size_t n : {3u, 4097u, 300001u, 17u}) add_param(s, "p", n, ParamKind::weight);
+  finalize_params(s);
+  for (size_t i = 0; i < s.grads.size(); ++i) s.grads[i] = static_cast<float>((w.rank + 1) * (i % 7));
+  CommConfig cfg;
+  cfg.backend = "nccl";
+  cfg.bucket_mb = 0.5;
+  auto c = make_communicator(w, cfg, s);
+  grads_begin_step(*c);
+  for (size_t v = s.views.size(); v > 0; --v) grad_ready(*c, s, v - 1);
+  grads_finish_step(*c, s);
+  long long wrong = 0;
+  for (const auto& v : s.views)
+    for (size_t i = v.offset; i < v.offset + v.count; ++i) wrong += s.grads[i] != ranks_sum(w) * static_cast<float>(i % 7);
+  std::vector<float> flat(1000003);
+  for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<float>(w.rank + 1);
+  allreduce_sum(*c, flat.data(), flat.size());
+  for (float x : flat) wrong += x != ranks_sum(w);
+  EXPECT_EQ(on_all_ranks(w, wrong), 0);
 }
 
 TEST(NcclDevice, AllreduceSumOnADeviceBufferAndOnAHostBuffer) {
