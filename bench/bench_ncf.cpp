@@ -2,6 +2,8 @@
 // popularity, random scores; same pessimistic tie rule as the metric), then training samples/s
 // of the trainer's step at this rank count (run under mpirun at 1 and 2 ranks).
 // Usage: bench_ncf [--data-dir data] [--scale mini] [--steps 60] [--warmup 10] [--set key=value]...
+//                  [--device cpu|cuda] [--precision fp32|bf16]
+// On a GPU a step is timed until its optimizer update has run on the device, not until it is queued.
 #include <cblas.h>
 
 #include <algorithm>
@@ -15,6 +17,8 @@
 #include "core/fpu.h"
 #include "datasets/movielens.h"
 #include "core/check.h"
+#include "kernels/device.h"
+#include "kernels/op_table.h"
 #include "train/setup.h"
 #include "train/step.h"
 #include "workloads/ncf/ncf_metric.h"
@@ -28,6 +32,8 @@ int main(int argc, char** argv) {
   std::string data_dir = "data", scale = "mini";
   int steps = 60, warmup = 10;
   std::vector<std::string> sets;
+  Device device = Device::cpu;
+  Precision precision = Precision::fp32;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--data-dir" && i + 1 < argc) data_dir = argv[++i];
@@ -35,24 +41,30 @@ int main(int argc, char** argv) {
     else if (a == "--steps" && i + 1 < argc) steps = std::atoi(argv[++i]);
     else if (a == "--warmup" && i + 1 < argc) warmup = std::atoi(argv[++i]);
     else if (a == "--set" && i + 1 < argc) sets.push_back(argv[++i]);
+    else if (a == "--device" && i + 1 < argc && (argv[i + 1] == std::string("cpu") || argv[i + 1] == std::string("cuda")))
+      device = parse_device(argv[++i]);
+    else if (a == "--precision" && i + 1 < argc && (argv[i + 1] == std::string("fp32") || argv[i + 1] == std::string("bf16")))
+      precision = parse_compute_precision(argv[++i]);
     else {
-      if (w.rank == 0) std::fprintf(stderr, "usage: bench_ncf [--data-dir d] [--scale mini] [--steps N] [--warmup N] [--set k=v]...\n");
+      if (w.rank == 0)
+        std::fprintf(stderr, "usage: bench_ncf [--data-dir d] [--scale mini] [--steps N] [--warmup N] [--set k=v]... "
+                             "[--device cpu|cuda] [--precision fp32|bf16]\n");
       finalize_world(w);
       return 2;
     }
-  }
-  if (w.rank == 0) {
-    MovieLensData d = load_movielens(workload_data_path(data_dir, "ncf", scale), scale);
-    double nd_pop = 0, nd_rnd = 0;
-    const double pop = popularity_hr(d, 10, &nd_pop), rnd = random_hr(d, 10, 1, &nd_rnd);
-    std::printf("baselines (%lld users, %d negatives): popularity HR@10 %.4f NDCG@10 %.4f | random HR@10 %.4f NDCG@10 %.4f\n",
-                static_cast<long long>(d.num_users), d.eval_negatives, pop, nd_pop, rnd, nd_rnd);
   }
   // The run's own set-up path: the same config resolution and rules as a result.
   ResolvedRun run;
   BuiltRun built;
   try {
-    run = resolve_run(RunRequest{"ncf", scale, "", sets, data_dir}, w.rank, w.size);
+    if (w.rank == 0) {
+      MovieLensData d = load_movielens(workload_data_path(data_dir, "ncf", scale), scale);
+      double nd_pop = 0, nd_rnd = 0;
+      const double pop = popularity_hr(d, 10, &nd_pop), rnd = random_hr(d, 10, 1, &nd_rnd);
+      std::printf("baselines (%lld users, %d negatives): popularity HR@10 %.4f NDCG@10 %.4f | random HR@10 %.4f NDCG@10 %.4f\n",
+                  static_cast<long long>(d.num_users), d.eval_negatives, pop, nd_pop, rnd, nd_rnd);
+    }
+    run = resolve_run(RunRequest{"ncf", scale, "", sets, data_dir, device, precision}, w.rank, w.size);
     built = build_run(w, run, CommConfig{});
   } catch (const UserError& e) {
     if (w.rank == 0) std::fprintf(stderr, "bench_ncf: error: %s\n", e.what());
@@ -63,8 +75,12 @@ int main(int argc, char** argv) {
   Hyperparams& hp = built.hyper;
   Communicator* comm = built.comm.get();
   const int64_t global_batch = wl->facts.global_batch;
-  if (w.rank == 0) std::printf("bench_ncf: %d rank(s), global batch %lld, %s\n", w.size,
-                               static_cast<long long>(global_batch), wl->facts.model_summary.c_str());
+  std::string precision_text = compute_precision_name(precision);
+  if (precision == Precision::bf16) precision_text += std::string(" (GEMMs on ") + bf16_gemm_kernel(built.device.device) + ")";
+  if (w.rank == 0)
+    std::printf("bench_ncf: %d rank(s), global batch %lld, device %s, precision %s, %s\n", w.size,
+                static_cast<long long>(global_batch), built.device.description.c_str(), precision_text.c_str(),
+                wl->facts.model_summary.c_str());
   std::vector<double> step_s;
   double comm_s = 0, total = 0;
   double samples = 0;
@@ -73,6 +89,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     StepOutcome o = train_one_step(w, *comm, *wl, hp.optimizer, static_cast<float>(lr_at(hp.schedule, i)), 0,
                                    i % wl->facts.steps_per_epoch);
+    synchronize(run.device);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) {
       step_s.push_back(dt);

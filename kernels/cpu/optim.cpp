@@ -19,8 +19,8 @@ double sum_squares(const float* x, size_t n) {
   return s;
 }
 
-float lars_update(float* p, const float* g, float* m, size_t n, float lr, float momentum,
-                  float weight_decay, float eta, float epsilon, bool skip_trust_and_decay) {
+void lars_update(float* p, const float* g, float* m, size_t n, float lr, float momentum, float weight_decay,
+                 float eta, float epsilon, bool skip_trust_and_decay, float* applied) {
   float trust = 1.0f;
   float wd = skip_trust_and_decay ? 0.0f : weight_decay;
   if (!skip_trust_and_decay) {
@@ -34,7 +34,7 @@ float lars_update(float* p, const float* g, float* m, size_t n, float lr, float 
     m[i] = momentum * m[i] + scaled * (g[i] + wd * p[i]);
     p[i] -= m[i];
   }
-  return trust;
+  if (applied) *applied = trust;
 }
 
 void adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, size_t n,

@@ -56,8 +56,23 @@ __global__ void sgd_momentum_kernel(float* p, const float* g, float* m, size_t n
   }
 }
 
-// scaled = lr * trust; wd is 0 for views that skip trust and decay.
-__global__ void lars_kernel(float* p, const float* g, float* m, size_t n, float momentum, float scaled, float wd) {
+// The trust ratio from sums = {||p||^2, ||g||^2} with the CPU's expression in double (each
+// operation rounded on its own, as the host does: no fused multiply-add), or 1 without sums.
+__global__ void lars_trust_kernel(const double* sums, float weight_decay, float eta, float epsilon, float* trust) {
+  float t = 1.0f;
+  if (sums) {
+    const double pn = sqrt(sums[0]), gn = sqrt(sums[1]);
+    const double denom = __dadd_rn(__dadd_rn(gn, __dmul_rn(double(weight_decay), pn)), double(epsilon));
+    if (pn > 0.0 && denom > 0.0) t = static_cast<float>(__ddiv_rn(__dmul_rn(double(eta), pn), denom));
+  }
+  *trust = t;
+}
+
+// scaled = lr * trust, the trust read where lars_trust_kernel wrote it; wd is 0 for views that
+// skip trust and decay.
+__global__ void lars_kernel(float* p, const float* g, float* m, size_t n, float momentum, float lr,
+                            const float* __restrict__ trust, float wd) {
+  const float scaled = lr * *trust;
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const float mi = momentum * m[i] + scaled * (g[i] + wd * p[i]);
@@ -89,23 +104,23 @@ unsigned reduce_blocks(size_t n) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxReduceBlocks ? kMaxReduceBlocks : b));
 }
 
-// Device scratch of the reductions: 2 * kMaxReduceBlocks partials and 2 results. Allocated once
-// for the process's GPU (one GPU per process); a process that switches GPUs gets a new one and
-// leaves the old one (16 KiB) behind.
+// Device scratch of the reductions: 2 * kMaxReduceBlocks partials, 2 results, and one slot for
+// LARS's trust ratio. Allocated once for the process's GPU (one GPU per process); a process that
+// switches GPUs gets a new one and leaves the old one (16 KiB) behind.
 double* reduce_scratch() {
   static double* buf = nullptr;
   static int buf_device = -1;
   int device = -1;
   CUDA_CHECK(cudaGetDevice(&device));
   if (!buf || device != buf_device) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), sizeof(double) * (2 * kMaxReduceBlocks + 2)));
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), sizeof(double) * (2 * kMaxReduceBlocks + 3)));
     buf_device = device;
   }
   return buf;
 }
 
-// sums[0] = sum(a^2), and sums[1] = sum(b^2) where b is given; waits for the result.
-void sum_squares_on_device(const float* a, const float* b, size_t n, double* sums) {
+// Queues sum(a^2), and sum(b^2) where b is given, into the device scratch; returns where they land.
+const double* queue_sum_squares(const float* a, const float* b, size_t n) {
   double* scratch = reduce_scratch();
   double* out = scratch + 2 * kMaxReduceBlocks;
   const unsigned blocks = reduce_blocks(n);
@@ -114,8 +129,7 @@ void sum_squares_on_device(const float* a, const float* b, size_t n, double* sum
   CUDA_CHECK_LAUNCH();
   fold_partials<<<count, kReduceThreads, 0, stream()>>>(scratch, blocks, out);
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaMemcpyAsync(sums, out, sizeof(double) * count, cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  return out;
 }
 
 }  // namespace
@@ -130,27 +144,22 @@ void sgd_momentum_update(float* p, const float* g, float* m, size_t n, float lr,
 double sum_squares(const float* x, size_t n) {
   if (n == 0) return 0.0;
   double s = 0.0;
-  sum_squares_on_device(x, nullptr, n, &s);
+  CUDA_CHECK(cudaMemcpyAsync(&s, queue_sum_squares(x, nullptr, n), sizeof(double), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
   return s;
 }
 
-float lars_update(float* p, const float* g, float* m, size_t n, float lr, float momentum,
-                  float weight_decay, float eta, float epsilon, bool skip_trust_and_decay) {
-  if (n == 0) return 1.0f;
-  float trust = 1.0f;
-  const float wd = skip_trust_and_decay ? 0.0f : weight_decay;
-  if (!skip_trust_and_decay) {
-    // Both norms in one pass, then the trust ratio on the host with the CPU's expression.
-    double sums[2] = {0.0, 0.0};
-    sum_squares_on_device(p, g, n, sums);
-    const double pn = std::sqrt(sums[0]);
-    const double gn = std::sqrt(sums[1]);
-    const double denom = gn + weight_decay * pn + epsilon;
-    if (pn > 0.0 && denom > 0.0) trust = static_cast<float>(eta * pn / denom);
-  }
-  lars_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(p, g, m, n, momentum, lr * trust, wd);
+void lars_update(float* p, const float* g, float* m, size_t n, float lr, float momentum, float weight_decay,
+                 float eta, float epsilon, bool skip_trust_and_decay, float* trust) {
+  // Both norms in one pass, the trust ratio and the update all queued: no host wait per view.
+  float* applied = trust ? trust : reinterpret_cast<float*>(reduce_scratch() + 2 * kMaxReduceBlocks + 2);
+  const double* sums = n > 0 && !skip_trust_and_decay ? queue_sum_squares(p, g, n) : nullptr;
+  lars_trust_kernel<<<1, 1, 0, stream()>>>(sums, weight_decay, eta, epsilon, applied);
   CUDA_CHECK_LAUNCH();
-  return trust;
+  if (n == 0) return;
+  const float wd = skip_trust_and_decay ? 0.0f : weight_decay;
+  lars_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(p, g, m, n, momentum, lr, applied, wd);
+  CUDA_CHECK_LAUNCH();
 }
 
 void adam_update(float* p, const float* g, float* m, float* v, size_t n, float lr, float b1, float b2, float eps,

@@ -73,8 +73,13 @@ namespace {
 // Scales every gradient by clip_norm / ||g|| when ||g|| (over the whole model) is larger.
 void clip_gradients(const Optimizer& opt, ParamStore& s) {
   const OpTable& o = ops_for(s.device);
+  // On the CPU the sum of each view's sum (the order its results' bits depend on); on a GPU one
+  // sum over the flat buffer, so a step waits on the device once, not once per view.
   double sq = 0.0;
-  for (const ParamView& v : s.views) sq += o.sum_squares(grads_data(s) + v.offset, v.count);
+  if (s.device == Device::cpu)
+    for (const ParamView& v : s.views) sq += o.sum_squares(grads_data(s) + v.offset, v.count);
+  else
+    sq = o.sum_squares(grads_data(s), s.param_count);
   const double norm = std::sqrt(sq);
   if (norm > static_cast<double>(opt.clip_norm))
     o.scale_inplace(grads_data(s), s.param_count, static_cast<float>(static_cast<double>(opt.clip_norm) / norm));
@@ -98,7 +103,8 @@ void optimizer_step(Optimizer& opt, ParamStore& s, float lr) {
     if (opt.name == "sgd") {
       o.sgd_momentum_update(p, g, m, v.count, lr, opt.momentum, is_weight ? opt.weight_decay : 0.0f);
     } else {
-      o.lars_update(p, g, m, v.count, lr, opt.momentum, opt.weight_decay, opt.lars_eta, opt.lars_epsilon, !is_weight);
+      o.lars_update(p, g, m, v.count, lr, opt.momentum, opt.weight_decay, opt.lars_eta, opt.lars_epsilon, !is_weight,
+                    nullptr);
     }
   }
 }

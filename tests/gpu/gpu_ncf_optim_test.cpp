@@ -196,11 +196,20 @@ TEST_P(OptimGpu, LarsMatchesCpuWithAndWithoutTrust) {
   const auto m0 = random_floats(n, 95, -0.01f, 0.01f);
   for (bool skip : {false, true}) {
     std::vector<float> p = p0, m = m0;
-    const float trust = cpu().lars_update(p.data(), g.data(), m.data(), n, 5.0f, 0.9f, 0.01f, 0.001f, 1e-9f, skip);
-    DeviceBuffer<float> gp(p0), gg(g), gm(m0);
-    const float gtrust = gpu().lars_update(gp.get(), gg.get(), gm.get(), n, 5.0f, 0.9f, 0.01f, 0.001f, 1e-9f, skip);
+    float trust = 0.0f;
+    cpu().lars_update(p.data(), g.data(), m.data(), n, 5.0f, 0.9f, 0.01f, 0.001f, 1e-9f, skip, &trust);
+    DeviceBuffer<float> gp(p0), gg(g), gm(m0), gt(std::vector<float>(1, 0.0f));
+    gpu().lars_update(gp.get(), gg.get(), gm.get(), n, 5.0f, 0.9f, 0.01f, 0.001f, 1e-9f, skip, gt.get());
+    const float gtrust = gt.download()[0];
     const std::string what = skip ? "lars (skip)" : "lars";
     EXPECT_TRUE(scalar_close(what + " trust", gtrust, trust, 1e-6, 0.0));
+    if (skip) {
+      EXPECT_EQ(gtrust, 1.0f);
+    }
+    // No trust pointer: the same update (the ratio kept in the op's own scratch).
+    DeviceBuffer<float> gp2(p0), gm2(m0);
+    gpu().lars_update(gp2.get(), gg.get(), gm2.get(), n, 5.0f, 0.9f, 0.01f, 0.001f, 1e-9f, skip, nullptr);
+    EXPECT_TRUE(same_bits(what + " p without a trust pointer", gp2.download(), gp.download()));
     EXPECT_TRUE(all_close(what + " p", gp.download(), p, kRel, kAbs));
     EXPECT_TRUE(all_close(what + " m", gm.download(), m, kRel, kAbs));
   }
@@ -258,9 +267,11 @@ TEST_F(GpuTest, LarsTrustIsOneForZeroWeights) {
   const std::vector<float> p0(n, 0.0f);
   const auto g = random_floats(n, 104), m0 = random_floats(n, 105);
   std::vector<float> p = p0, m = m0;
-  const float trust = cpu().lars_update(p.data(), g.data(), m.data(), n, 0.1f, 0.9f, 0.01f, 0.001f, 0.0f, false);
-  DeviceBuffer<float> gp(p0), gg(g), gm(m0);
-  const float gtrust = gpu().lars_update(gp.get(), gg.get(), gm.get(), n, 0.1f, 0.9f, 0.01f, 0.001f, 0.0f, false);
+  float trust = 0.0f;
+  cpu().lars_update(p.data(), g.data(), m.data(), n, 0.1f, 0.9f, 0.01f, 0.001f, 0.0f, false, &trust);
+  DeviceBuffer<float> gp(p0), gg(g), gm(m0), gt(std::vector<float>(1, 0.0f));
+  gpu().lars_update(gp.get(), gg.get(), gm.get(), n, 0.1f, 0.9f, 0.01f, 0.001f, 0.0f, false, gt.get());
+  const float gtrust = gt.download()[0];
   EXPECT_EQ(trust, 1.0f);
   EXPECT_EQ(gtrust, 1.0f);
   EXPECT_TRUE(all_close("lars p", gp.download(), p, kRel, kAbs));

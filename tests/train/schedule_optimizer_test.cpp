@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
+#include "kernels/op_table.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 
@@ -123,6 +125,22 @@ TEST(Optimizer, LarsScalesByTrustRatio) {
   // trust = 0.001*5/1 = 0.005; update = 0.005 * g
   EXPECT_NEAR(s.params[0], 3.0f - 0.005f * 0.6f, 1e-7);
   EXPECT_NEAR(s.params[1], 4.0f - 0.005f * 0.8f, 1e-7);
+}
+
+// The op reports the trust ratio it applied where asked (1 for a view that skips trust and decay),
+// and without a place for it updates the same bits.
+TEST(Optimizer, LarsOpWritesTheTrustItApplied) {
+  const OpTable& o = cpu_ops();
+  for (const bool skip : {false, true}) {
+    std::vector<float> p{3.0f, 4.0f}, g{0.6f, 0.8f}, m{0.0f, 0.0f};
+    std::vector<float> p2 = p, m2 = m;
+    float trust = -1.0f;
+    o.lars_update(p.data(), g.data(), m.data(), 2, 1.0f, 0.9f, 0.0f, 0.001f, 0.0f, skip, &trust);
+    o.lars_update(p2.data(), g.data(), m2.data(), 2, 1.0f, 0.9f, 0.0f, 0.001f, 0.0f, skip, nullptr);
+    EXPECT_FLOAT_EQ(trust, skip ? 1.0f : 0.005f) << "skip " << skip;  // 0.001 * ||p|| 5 / ||g|| 1
+    EXPECT_EQ(p, p2);
+    EXPECT_EQ(m, m2);
+  }
 }
 
 // fairseq's inverse_sqrt: linear to base_lr at warmup_steps, then base_lr * sqrt(warmup / t).
