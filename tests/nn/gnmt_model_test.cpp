@@ -26,7 +26,8 @@ TranslationBatch tiny_batch() { return tiny_translation_batch(); }
 struct TinyModel {
   ParamStore store;
   std::unique_ptr<Seq2Seq> model;
-  explicit TinyModel(float dropout, int layers = 2, float label_smoothing = 0.1f, float scale = 1.0f) {
+  explicit TinyModel(float dropout, int layers = 2, float label_smoothing = 0.1f, float scale = 1.0f,
+                     int max_batch = 3) {
     GnmtSpec spec;
     spec.vocab = kVocab;
     spec.hidden = 8;
@@ -34,7 +35,7 @@ struct TinyModel {
     spec.decoder_layers = layers;
     spec.dropout = dropout;
     spec.label_smoothing = label_smoothing;
-    spec.limits.max_batch = 3;
+    spec.limits.max_batch = max_batch;
     spec.limits.max_src_len = 4;
     spec.limits.max_tgt_len = 6;
     spec.limits.max_eval_batch = 3;
@@ -298,6 +299,28 @@ TEST(GnmtModel, DecodingAgreesWithTeacherForcingAtEveryStep) {
       }
       last[size_t(r)] = y[size_t(t)];
     }
+  }
+}
+
+// A decode batch larger than the training batch is encoded in chunks of max_batch sentences:
+// the decode gives the bits of one encoder pass over the whole batch, and the encoder's buffers
+// are sized for the training batch.
+TEST(GnmtModel, EncodingADecodeBatchInChunksGivesTheBitsOfOnePass) {
+  TinyModel whole(0.0f, 3, 0.0f, 4.0f, 3), chunks(0.0f, 3, 0.0f, 4.0f, 1);
+  ASSERT_EQ(whole.store.params, chunks.store.params);
+  EXPECT_LT(chunks.model->activation_bytes(), whole.model->activation_bytes());
+  const TranslationBatch b = tiny_batch();
+  ASSERT_EQ(b.batch, 3);
+  const int rows = 6, V = kVocab;
+  std::vector<float> lp_whole(size_t(rows) * V), lp_chunks(lp_whole.size());
+  std::vector<int32_t> last{1, 1, 1, 1, 1, 1}, parents{0, 1, 2, 3, 4, 5};
+  whole.model->begin_decode(whole.store, b, 2);
+  chunks.model->begin_decode(chunks.store, b, 2);
+  for (int step = 0; step < 3; ++step) {
+    whole.model->decode_step(whole.store, step, last.data(), parents.data(), rows, lp_whole.data());
+    chunks.model->decode_step(chunks.store, step, last.data(), parents.data(), rows, lp_chunks.data());
+    ASSERT_EQ(lp_whole, lp_chunks) << "step " << step;
+    for (int r = 0; r < rows; ++r) last[size_t(r)] = 3 + (r + step) % 7;
   }
 }
 

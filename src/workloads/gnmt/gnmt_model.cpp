@@ -172,8 +172,8 @@ struct Gnmt final : Seq2Seq {
 
   // ---- host index arrays ----
   // Source tokens time-major and the permutations between [S, B] and [B, S] rows.
-  void upload_source(const TranslationBatch& b) {
-    const int B = b.batch, S = b.src_len;
+  // B sentences of S tokens (batch-major), and their lengths.
+  void upload_source(const int32_t* src, const int32_t* lengths, int B, int S) {
     const size_t n = mul(B, S);
     h_src_tm.resize(n);
     h_src_to_bm.resize(n);
@@ -181,7 +181,7 @@ struct Gnmt final : Seq2Seq {
     for (int i = 0; i < B; ++i)
       for (int t = 0; t < S; ++t) {
         const size_t bm = size_t(i) * size_t(S) + size_t(t), tm = size_t(t) * size_t(B) + size_t(i);
-        h_src_tm[tm] = b.src[bm];
+        h_src_tm[tm] = src[bm];
         h_src_to_bm[bm] = static_cast<int32_t>(tm);
         h_src_to_tm[tm] = static_cast<int32_t>(bm);
       }
@@ -189,7 +189,7 @@ struct Gnmt final : Seq2Seq {
     copy_to_device(dev, d_src_tm, h_src_tm.data(), n * sizeof(int32_t));
     copy_to_device(dev, d_src_to_bm, h_src_to_bm.data(), n * sizeof(int32_t));
     copy_to_device(dev, d_src_to_tm, h_src_to_tm.data(), n * sizeof(int32_t));
-    copy_to_device(dev, d_src_len, b.src_lengths.data(), size_t(B) * sizeof(int32_t));
+    copy_to_device(dev, d_src_len, lengths, size_t(B) * sizeof(int32_t));
   }
 
   void upload_target(const TranslationBatch& b) {
@@ -279,7 +279,7 @@ struct Gnmt final : Seq2Seq {
     drop_seed = dropout_seed;
     drop_offset = 0;
     const Device dev = spec.device;
-    upload_source(b);
+    upload_source(b.src.data(), b.src_lengths.data(), B, S);
     upload_target(b);
     const int N = static_cast<int>(vidx.size());
     const int64_t rows_s = int64_t(B) * S, rows_t = int64_t(B) * T;
@@ -375,14 +375,21 @@ struct Gnmt final : Seq2Seq {
                "gnmt decode batch larger than the model was built for");
     training = false;
     const Device dev = spec.device;
-    upload_source(b);
-    encoder_fwd(s, B, S);
+    // The encoder takes at most a training batch of sentences at a time: its buffers hold what
+    // backward reads, sized for training, not for the (larger) eval batch. Each chunk's outputs go
+    // to the decode's values and keys of its sentences.
+    const int chunk = spec.limits.max_batch;
+    for (int first = 0; first < B; first += chunk) {
+      const int n = std::min(chunk, B - first);
+      upload_source(b.src.data() + mul(first, S), b.src_lengths.data() + first, n, S);
+      encoder_fwd(s, n, S);
+      copy_within(dev, dec_values + mul(first, S) * Hd, enc_bm, mul(n, S) * Hd * sizeof(float));
+      copy_within(dev, dec_keys + mul(first, S) * Hd, keys, mul(n, S) * Hd * sizeof(float));
+    }
     dec_batch = B;
     dec_beam = beam;
     dec_rows = B * beam;
     dec_src_len = S;
-    copy_within(dev, dec_values, enc_bm, mul(B, S) * Hd * sizeof(float));
-    copy_within(dev, dec_keys, keys, mul(B, S) * Hd * sizeof(float));
     copy_to_device(dev, d_dec_src_len, b.src_lengths.data(), size_t(B) * sizeof(int32_t));
     for (Layer& L : dec) {
       zero_on(dev, L.st_h, mul(dec_rows, Hd) * sizeof(float));
@@ -555,7 +562,7 @@ std::unique_ptr<Seq2Seq> build_gnmt(const GnmtSpec& spec, ParamStore& store) {
   const int B = lim.max_batch, S = lim.max_src_len, T = lim.max_tgt_len;
   const int EB = std::max(B, lim.max_eval_batch);
   const int rows_dec = lim.max_eval_batch * lim.max_beam;
-  const int64_t rs = int64_t(EB) * S, rt = int64_t(B) * T;
+  const int64_t rs = int64_t(B) * S, rt = int64_t(B) * T;  // the encoder runs a decode batch in chunks of B
   const int64_t rmax = std::max({rs, rt, int64_t(rows_dec)});
   const int64_t state_rows = std::max({int64_t(EB), int64_t(rows_dec)});
   const bool drop = spec.dropout > 0.0f;
