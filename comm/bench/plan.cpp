@@ -150,9 +150,9 @@ Plan plan_bench(const Options& o, const World& w) {
   if (o.backend == "nccl" && !o.bucketed && !o.side_by_side) p.device = Device::cuda;
   const bool gpu = p.device == Device::cuda;
   const std::string gpu_flag = o.device == "cuda" ? "--device cuda" : "--backend nccl";
-  // --bucketed and --side-by-side run the trainer's own backend choice; the plain collective on
-  // the GPU is NCCL's.
-  p.backend = o.bucketed || o.side_by_side ? "auto" : gpu ? "nccl" : o.backend;
+  // --bucketed and --side-by-side run the trainer's own backend choice on the CPU; on the GPU
+  // NCCL's, named, so that it runs at one rank too (auto builds nothing there).
+  p.backend = gpu ? "nccl" : o.bucketed || o.side_by_side ? "auto" : o.backend;
   if ((o.bucketed || p.backend == "hierarchical") && p.op != &kAllreduce)
     usage_error("--bucketed and --backend hierarchical run allreduce only");
   if (o.side_by_side && p.op != &kAllreduce) usage_error("--side-by-side runs allreduce only");
