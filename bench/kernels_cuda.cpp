@@ -1,10 +1,15 @@
-// How fast is each CUDA op at the shapes the workloads run (ResNet-50 at 32 images per GPU,
-// ResNet-20 "mini" at 128, NCF at 131072 samples per GPU and a 1M-sample scatter), and how close
-// is it to what the GPU can do? Each op is first checked once against its CPU op (kernels/cpu) on
-// the same inputs: a wrong result is reported in the #wrong column and the run exits 1. Then it is
-// timed on the host around a device synchronize, and its bytes and FLOPs (napkin math, printed)
-// give GB/s, GFLOP/s and the share of the device's peak (from cudaGetDeviceProperties).
-// Usage: kernels_cuda [--op NAME]... [--iters N] [--help]
+// How fast is each CUDA op at the shapes the workloads run, and how close is it to what the GPU
+// can do? Shapes per GPU: ResNet-50 at 32 images, ResNet-20 "mini" at 128, NCF at 131072 samples
+// and a 1M-sample scatter; for the others a mini config's batch at its calibrated 2 ranks and the
+// reference's global batch over 8 GPUs: the transformer (mini d256 at 32 pairs, big d1024 at 256,
+// at the longest sequences the model is built for, 64 and 256 tokens; decoding 32 or 64 sentences
+// x beam 4), GNMT (hidden 256 at 16 pairs of 64 tokens, 1024 at 128 of 75), Mask R-CNN (mini at 16
+// scenes, R-50-FPN at 2 800x800 images), SSD (mini and SSD300 at 32 images) and MiniGo 9x9 (32 and
+// 1024 positions). Each op is first checked once against its CPU op (kernels/cpu) on the same
+// inputs: a wrong result is reported in the #wrong column and the run exits 1. Then it is timed on
+// the host around a device synchronize, and its bytes and FLOPs (napkin math, printed) give GB/s,
+// GFLOP/s and the share of the device's peak (from cudaGetDeviceProperties).
+// Usage: kernels_cuda [--op NAME]... [--skip-op NAME]... [--iters N] [--help]
 #ifdef MLPD_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -12,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -23,6 +29,7 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "core/bf16.h"
 #include "core/rng.h"
 #include "kernels/device.h"
 #include "kernels/op_table.h"
@@ -62,6 +69,25 @@ struct Dev {
 };
 using DevF = Dev<float>;
 using DevI = Dev<int32_t>;
+// Shared, so that a case's run and check closures hold the same device buffers.
+template <typename T>
+std::shared_ptr<Dev<T>> on_gpu(std::vector<T> host) {
+  return std::make_shared<Dev<T>>(std::move(host));
+}
+std::shared_ptr<DevF> gpu_zeros(size_t n) { return on_gpu(std::vector<float>(n, 0.0f)); }
+
+// Scratch for an op that takes an Arena: each device's *_scratch_floats is its own, so the CUDA op
+// gets its table's count in device memory and the CPU op its own in host memory (slack for alignment).
+std::shared_ptr<Arena> gpu_arena(size_t floats) {
+  auto a = std::make_shared<Arena>();
+  arena_init_on(Device::cuda, *a, floats * sizeof(float) + 4096);
+  return a;
+}
+Arena cpu_arena(size_t floats) {
+  Arena a;
+  arena_init(a, floats * sizeof(float) + 4096);
+  return a;
+}
 
 // Values off by more than abs + rel*|want| (the tolerances of tests/gpu); names the first one.
 size_t count_wrong(const char* what, const std::vector<float>& got, const std::vector<float>& want, double rel,
@@ -73,6 +99,26 @@ size_t count_wrong(const char* what, const std::vector<float>& got, const std::v
       if (wrong++ == 0)
         std::fprintf(stderr, "kernels_cuda: %s: [%zu] got %.9g, want %.9g\n", what, i, double(got[i]), double(want[i]));
     }
+  }
+  return wrong;
+}
+// count_wrong with abs a fraction of the largest |want| (tests/gpu's close_scaled): for sums whose
+// terms cancel, where a value near 0 carries the rounding of the large terms.
+size_t count_wrong_scaled(const char* what, const std::vector<float>& got, const std::vector<float>& want, double rel,
+                          double abs_frac) {
+  double largest = 0.0;
+  for (float w : want) largest = std::max(largest, double(std::fabs(w)));
+  return count_wrong(what, got, want, rel, std::max(1e-30, abs_frac * largest));
+}
+// Decisions (masks, labels, kept indices, counts) must be equal; names the first difference.
+template <typename T>
+size_t count_unequal(const char* what, const std::vector<T>& got, const std::vector<T>& want) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (wrong++ == 0)
+      std::fprintf(stderr, "kernels_cuda: %s: [%zu] got %lld, want %lld\n", what, i, static_cast<long long>(got[i]),
+                   static_cast<long long>(want[i]));
   }
   return wrong;
 }
@@ -105,6 +151,7 @@ struct Entry {
 };
 
 constexpr double kF = sizeof(float);
+constexpr double kExp = 4;  // napkin FLOPs of one exp, log, tanh or sigmoid
 
 // ---- GEMM ----
 Case gemm_case(bool ta, bool tb, int m, int n, int k, const char* label, Precision p = Precision::fp32) {
@@ -499,6 +546,618 @@ Case bce_case(int n, const char* label) {
   return r;
 }
 
+// ================= Translation (transformer, gnmt): sequences are [batch, len, width] rows =================
+
+// Lengths of a padded batch: row 0 at hi (the row that set the padded length), the others drawn in [lo, hi].
+std::vector<int32_t> padded_lengths(int batch, int lo, int hi, uint64_t stream) {
+  std::vector<int32_t> v(size_t(batch), hi);
+  for (int b = 1; b < batch; ++b)
+    v[size_t(b)] = lo + int32_t(rng_below(77, stream, uint64_t(b), uint64_t(hi - lo + 1)));
+  return v;
+}
+
+// ---- Layer norm (the transformer's post-norm, rows = tokens) ----
+Case layernorm_case(bool backward, int64_t rows, int d, const char* label) {
+  const size_t n = size_t(rows) * size_t(d);
+  std::vector<float> xh = randf(n, 40, -2.0f, 2.0f);
+  for (size_t i = 0; i < n; ++i) xh[i] += float((i / size_t(d)) % 5);  // rows with different means
+  auto x = on_gpu(std::move(xh)), dy = on_gpu(randf(backward ? n : 1, 41));
+  auto gamma = on_gpu(randf(d, 42, 0.5f, 1.5f)), beta = on_gpu(randf(d, 43));
+  // The CPU's saved statistics: the backward's inputs on both devices (forward: its outputs).
+  std::vector<float> sm(size_t(rows), 0.0f), si(size_t(rows), 0.0f);
+  if (backward) {
+    std::vector<float> y(n);
+    C().layernorm_forward(x->host.data(), rows, d, gamma->host.data(), beta->host.data(), 1e-5f, y.data(), sm.data(),
+                          si.data());
+  }
+  auto mean = on_gpu(std::move(sm)), invstd = on_gpu(std::move(si));
+  auto out = gpu_zeros(n), dgamma = gpu_zeros(d), dbeta = gpu_zeros(d);
+  Case r{backward ? "layernorm_backward" : "layernorm_forward",
+         "rows " + std::to_string(rows) + " d " + std::to_string(d) + " " + label};
+  const double N = double(n), R = double(rows), D = double(d);
+  // forward: x in, y out, gamma, beta, the two statistics out; backward: x, dy in, dx out, gamma and the
+  // statistics in, dgamma and dbeta read and written.
+  r.bytes = kF * (backward ? 3 * N + 2 * R + 5 * D : 2 * N + 2 * R + 2 * D);
+  r.flops = backward ? 13 * N : 8 * N;
+  r.run = [=] {
+    if (backward)
+      G().layernorm_backward(x->d(), dy->d(), rows, d, gamma->d(), mean->d(), invstd->d(), out->d(), dgamma->d(),
+                             dbeta->d(), false);
+    else
+      G().layernorm_forward(x->d(), rows, d, gamma->d(), beta->d(), 1e-5f, out->d(), mean->d(), invstd->d());
+  };
+  r.check = [=] {
+    dgamma->reset(), dbeta->reset();
+    r.run();
+    std::vector<float> want(n);
+    if (!backward) {
+      std::vector<float> wm(static_cast<size_t>(rows)), wi(static_cast<size_t>(rows));
+      C().layernorm_forward(x->host.data(), rows, d, gamma->host.data(), beta->host.data(), 1e-5f, want.data(),
+                            wm.data(), wi.data());
+      return count_wrong("layernorm_forward y", out->download(), want, 1e-5, 1e-5) +
+             count_wrong("layernorm_forward save_mean", mean->download(), wm, 1e-5, 1e-6) +
+             count_wrong("layernorm_forward save_invstd", invstd->download(), wi, 1e-5, 1e-6);
+    }
+    std::vector<float> dg = dgamma->host, db = dbeta->host;
+    C().layernorm_backward(x->host.data(), dy->host.data(), rows, d, gamma->host.data(), mean->host.data(),
+                           invstd->host.data(), want.data(), dg.data(), db.data(), false);
+    return count_wrong("layernorm_backward dx", out->download(), want, 1e-4, 1e-4) +
+           count_wrong("layernorm_backward dgamma", dgamma->download(), dg, 1e-4, 1e-4) +
+           count_wrong("layernorm_backward dbeta", dbeta->download(), db, 1e-4, 1e-4);
+  };
+  return r;
+}
+
+// ---- Dropout: the mask is a function of (seed, offset + i) on both devices, so all of it is exact ----
+Case dropout_case(bool backward, size_t n, float p, const char* label) {
+  constexpr uint64_t kSeed = 1234, kOffset = uint64_t(1) << 33;  // an offset deep into a step's elements
+  auto x = on_gpu(randf(n, 44)), y = gpu_zeros(n);  // x is dy backward
+  // The CPU's mask: the backward's input on both devices (forward: the mask is an output).
+  std::vector<uint8_t> mh(n, 0);
+  if (backward) {
+    std::vector<float> yh(n);
+    C().dropout_forward(x->host.data(), n, p, kSeed, kOffset, yh.data(), mh.data());
+  }
+  auto mask = on_gpu(std::move(mh));
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "%zu p%.1f %s", n, double(p), label);
+  Case r{backward ? "dropout_backward" : "dropout_forward", shape};
+  r.bytes = (2 * kF + 1) * double(n);  // x (or dy) in, y (or dx) out, a byte of mask out (or in)
+  r.flops = double(n) * (backward ? 1 : 2);
+  r.run = [=] {
+    if (backward) G().dropout_backward(x->d(), mask->d(), n, p, y->d());
+    else G().dropout_forward(x->d(), n, p, kSeed, kOffset, y->d(), mask->d());
+  };
+  r.check = [=] {
+    r.run();
+    std::vector<float> want(n);
+    if (backward) {
+      C().dropout_backward(x->host.data(), mask->host.data(), n, p, want.data());
+      return count_wrong("dropout_backward dx", y->download(), want, 0.0, 0.0);
+    }
+    std::vector<uint8_t> wmask(n);
+    C().dropout_forward(x->host.data(), n, p, kSeed, kOffset, want.data(), wmask.data());
+    return count_unequal("dropout_forward mask", mask->download(), wmask) +
+           count_wrong("dropout_forward y", y->download(), want, 0.0, 0.0);
+  };
+  return r;
+}
+
+// ---- Token embedding with sinusoidal positions (the transformer's shared table) ----
+Case token_embedding_case(bool backward, int vocab, int dim, int batch, int len, const char* label) {
+  const size_t rows = size_t(batch) * len, n = rows * dim;
+  auto table = on_gpu(randf(size_t(vocab) * dim, 45));  // backward: dtable, accumulated onto
+  auto tokens = on_gpu(randi(rows, 46, vocab));
+  auto dout = on_gpu(randf(backward ? n : 1, 47)), out = gpu_zeros(backward ? 1 : n);
+  const float scale = std::sqrt(float(dim));
+  const size_t touched = std::unordered_set<int32_t>(tokens->host.begin(), tokens->host.end()).size();
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "%dx%d from %dx%d %s", batch, len, vocab, dim, label);
+  Case r{backward ? "token_embedding_backward" : "token_embedding_forward", shape};
+  // forward: the tokens, a table row per token, out; backward: dout, the tokens, the touched rows read and
+  // written (the sort's passes not counted). The position's sine is computed per element.
+  r.bytes = backward ? kF * (double(n) + 2.0 * double(touched) * dim) + 4.0 * double(rows)
+                     : kF * 2.0 * double(n) + 4.0 * double(rows);
+  r.flops = backward ? 2.0 * double(n) : (2 + kExp) * double(n);
+  r.run = [=] {
+    if (backward) G().token_embedding_backward(table->d(), dim, tokens->d(), int(rows), scale, dout->d());
+    else G().token_embedding_forward(table->d(), dim, tokens->d(), batch, len, scale, 0, true, out->d());
+  };
+  r.check = [=] {
+    table->reset();
+    r.run();
+    if (backward) {
+      std::vector<float> want = table->host;
+      C().token_embedding_backward(want.data(), dim, tokens->host.data(), int(rows), scale, dout->host.data());
+      return count_wrong("token_embedding_backward dtable", table->download(), want, 1e-5, 1e-5);
+    }
+    std::vector<float> want(n);
+    C().token_embedding_forward(table->host.data(), dim, tokens->host.data(), batch, len, scale, 0, true, want.data());
+    return count_wrong("token_embedding_forward out", out->download(), want, 1e-6, 1e-6);
+  };
+  return r;
+}
+
+// ---- Fused multi-head attention ----
+enum class Attn { forward, forward_bf16_kv, backward };
+const char* const kAttnOpNames[] = {"attention_forward", "attention_forward_bf16_kv", "attention_backward"};
+
+// One attention call as transformer_model.cpp makes it. Self-attention reads q, k and v as column
+// blocks of the fused QKV projection [batch, len, 3*width]; cross-attention and decoding read q
+// [batch, q_len, ldq] and k | v side by side in [batch, k_len, 2*width] (the cross projection, or
+// the decoder's key/value cache, max_decode_len keys of which the first `step + 1` are live).
+struct AttnShape {
+  const char* label;
+  AttentionDims d;
+  bool fused;
+  int ldq;             // q's row stride where not fused
+  int len_lo, len_hi;  // key lengths (padded_lengths)
+};
+
+Case attention_case(Attn which, const AttnShape& s) {
+  const AttentionDims d = s.d;
+  const bool backward = which == Attn::backward, bf16 = which == Attn::forward_bf16_kv;
+  const int w = d.heads * d.head_dim, ldq = s.fused ? 3 * w : s.ldq, ldkv = s.fused ? 3 * w : 2 * w, ldo = w;
+  // One buffer: q, then (unless fused) k | v.
+  const size_t q_size = size_t(d.batch) * d.q_len * ldq;
+  const size_t size = s.fused ? q_size : q_size + size_t(d.batch) * d.k_len * ldkv;
+  const size_t koff = s.fused ? size_t(w) : q_size, voff = koff + size_t(w);
+  const size_t nprobs = size_t(d.batch) * d.heads * d.q_len * d.k_len, nout = size_t(d.batch) * d.q_len * ldo;
+  auto x = on_gpu(randf(size, 48, -2.0f, 2.0f));
+  auto lengths = on_gpu(padded_lengths(d.batch, s.len_lo, s.len_hi, 49));
+  std::vector<uint16_t> x16h(bf16 ? size : 1);
+  if (bf16)
+    for (size_t i = 0; i < size; ++i) x16h[i] = f32_to_bf16(x->host[i]);
+  auto x16 = on_gpu(std::move(x16h));
+  // The backward differentiates the CPU's forward: its probabilities are the input on both devices.
+  std::vector<float> ph(nprobs, 0.0f);
+  if (backward) {
+    std::vector<float> o(nout);
+    C().attention_forward(d, x->host.data(), ldq, x->host.data() + koff, ldkv, x->host.data() + voff, ldkv,
+                          lengths->host.data(), ph.data(), o.data(), ldo);
+  }
+  auto probs = on_gpu(std::move(ph)), out = gpu_zeros(backward ? 1 : nout);
+  auto dout = on_gpu(randf(backward ? nout : 1, 50)), dx = gpu_zeros(backward ? size : 1);
+  Case r{kAttnOpNames[int(which)], s.label};
+  // Napkin over the visible (query, key) pairs and the live keys: masked keys are never read.
+  double pairs = 0, live = 0;
+  for (int b = 0; b < d.batch; ++b) {
+    const int kl = std::min(int(lengths->host[size_t(b)]), d.k_len);
+    live += kl;
+    for (int i = 0; i < d.q_len; ++i) pairs += d.causal ? std::max(0, std::min(kl, i + d.k_len - d.q_len + 1)) : kl;
+  }
+  const double rows_w = double(d.batch) * d.q_len * w;  // q, out, dout, dq: the heads' columns only
+  const double kv_live = live * w, kv_all = double(d.batch) * d.k_len * w;
+  // backward: q, dout, probs, live k and v in; dq, dk, dv out (its dS round trip through scratch not counted).
+  r.bytes = backward ? kF * (3 * rows_w + double(nprobs) + 2 * kv_live + 2 * kv_all) + 4.0 * d.batch
+                     : kF * (2 * rows_w + double(nprobs)) + (bf16 ? 2.0 : kF) * 2 * kv_live + 4.0 * d.batch;
+  // q.k and p.v (2 head_dim each) and the softmax; backward dP, dQ, dK, dV and dS.
+  r.flops = pairs * d.heads * (backward ? 8.0 * d.head_dim + 4 : 4.0 * d.head_dim + 5 + kExp);
+  auto call = [=](const OpTable& t, const float* px, const uint16_t* px16, const int32_t* len, float* pprobs,
+                  float* pout, const float* pdout, float* pdx) {
+    if (which == Attn::forward)
+      t.attention_forward(d, px, ldq, px + koff, ldkv, px + voff, ldkv, len, pprobs, pout, ldo);
+    else if (bf16)
+      t.attention_forward_bf16_kv(d, px, ldq, px16 + koff, ldkv, px16 + voff, ldkv, len, pprobs, pout, ldo);
+    else
+      t.attention_backward(d, px, ldq, px + koff, ldkv, px + voff, ldkv, pprobs, pdout, ldo, pdx, pdx + koff,
+                           pdx + voff);
+  };
+  r.run = [=] { call(G(), x->d(), x16->d(), lengths->d(), probs->d(), out->d(), dout->d(), dx->d()); };
+  r.check = [=] {
+    r.run();
+    std::vector<float> wprobs = probs->host, wout(out->host.size(), 0.0f), wdx(dx->host.size(), 0.0f);
+    call(C(), x->host.data(), x16->host.data(), lengths->host.data(), wprobs.data(), wout.data(), dout->host.data(),
+         wdx.data());
+    if (backward) return count_wrong("attention_backward dq, dk, dv", dx->download(), wdx, 1e-4, 1e-4);
+    const std::string op = kAttnOpNames[int(which)];
+    return count_wrong((op + " probs").c_str(), probs->download(), wprobs, 1e-5, 1e-6) +
+           count_wrong((op + " out").c_str(), out->download(), wout, 1e-5, 1e-5);
+  };
+  return r;
+}
+
+// ---- GNMT: the LSTM cell (one time step; its GEMMs are the caller's) ----
+Case lstm_case(bool backward, int n, int hidden, int t, int max_len, const char* label) {
+  const size_t nh = size_t(n) * hidden;
+  auto gates = on_gpu(randf(4 * nh, 51, -3.0f, 3.0f)), c_prev = on_gpu(randf(nh, 52, -2.0f, 2.0f));
+  auto h_prev = on_gpu(randf(nh, 53)), dh = on_gpu(randf(nh, 54)), dc = on_gpu(randf(nh, 55));
+  // Rows whose sentence ended (lengths[r] <= t) keep their state.
+  auto lengths = on_gpu(padded_lengths(n, max_len / 4, max_len, 56));
+  // The CPU forward's acts and c: the backward's inputs on both devices (forward: its outputs).
+  std::vector<float> ah(4 * nh, 0.0f), ch(nh, 0.0f);
+  if (backward) {
+    std::vector<float> hh(nh);
+    C().lstm_cell_forward(gates->host.data(), c_prev->host.data(), h_prev->host.data(), hidden, n, hidden,
+                          lengths->host.data(), t, ah.data(), ch.data(), hh.data(), hidden);
+  }
+  auto acts = on_gpu(std::move(ah)), c = on_gpu(std::move(ch)), h = gpu_zeros(nh);
+  auto dgates = gpu_zeros(4 * nh), dc_prev = gpu_zeros(nh), dh_prev = gpu_zeros(nh);
+  Case r{backward ? "lstm_cell_backward" : "lstm_cell_forward",
+         std::to_string(n) + "x" + std::to_string(hidden) + " step " + std::to_string(t) + " " + label};
+  // forward: gates, c_prev, h_prev in, acts, c, h out; backward: acts, c_prev, c, dh, dc in, dgates,
+  // dc_prev, dh_prev out. Three sigmoids and two tanh forward; backward recomputes tanh(c).
+  r.bytes = kF * (backward ? 14 : 12) * double(nh) + 4.0 * n;
+  r.flops = (backward ? kExp + 16 : 5 * kExp + 4) * double(nh);
+  r.run = [=] {
+    if (backward)
+      G().lstm_cell_backward(acts->d(), c_prev->d(), c->d(), dh->d(), hidden, dc->d(), n, hidden, lengths->d(), t,
+                             dgates->d(), dc_prev->d(), dh_prev->d());
+    else
+      G().lstm_cell_forward(gates->d(), c_prev->d(), h_prev->d(), hidden, n, hidden, lengths->d(), t, acts->d(),
+                            c->d(), h->d(), hidden);
+  };
+  r.check = [=] {
+    r.run();
+    if (!backward) {
+      std::vector<float> wa(4 * nh), wc(nh), wh(nh);
+      C().lstm_cell_forward(gates->host.data(), c_prev->host.data(), h_prev->host.data(), hidden, n, hidden,
+                            lengths->host.data(), t, wa.data(), wc.data(), wh.data(), hidden);
+      return count_wrong("lstm_cell_forward acts", acts->download(), wa, 1e-5, 1e-6) +
+             count_wrong("lstm_cell_forward c", c->download(), wc, 1e-5, 1e-6) +
+             count_wrong("lstm_cell_forward h", h->download(), wh, 1e-5, 1e-6);
+    }
+    std::vector<float> wdg(4 * nh), wdc(nh), wdh(nh);
+    C().lstm_cell_backward(acts->host.data(), c_prev->host.data(), c->host.data(), dh->host.data(), hidden,
+                           dc->host.data(), n, hidden, lengths->host.data(), t, wdg.data(), wdc.data(), wdh.data());
+    return count_wrong_scaled("lstm_cell_backward dgates", dgates->download(), wdg, 1e-5, 1e-6) +
+           count_wrong_scaled("lstm_cell_backward dc_prev", dc_prev->download(), wdc, 1e-5, 1e-6) +
+           count_wrong("lstm_cell_backward dh_prev (copies and zeros)", dh_prev->download(), wdh, 0.0, 0.0);
+  };
+  return r;
+}
+
+// ---- GNMT: normalized Bahdanau attention over all decoder steps at once ----
+Case additive_attention_case(bool backward, int batch, int q_len, int k_len, int units, const char* label) {
+  AdditiveAttentionDims d;
+  d.batch = batch, d.q_len = q_len, d.k_len = k_len, d.units = units, d.value_dim = units;  // values: encoder h
+  const int V = units;
+  const size_t rows = size_t(batch) * q_len, krows = size_t(batch) * k_len;
+  auto qp = on_gpu(randf(rows * units, 57, -1.5f, 1.5f)), kp = on_gpu(randf(krows * units, 58, -1.5f, 1.5f));
+  auto bias = on_gpu(randf(units, 59, -0.5f, 0.5f)), v = on_gpu(randf(units, 60));
+  auto g = on_gpu(std::vector<float>{1.0f / std::sqrt(float(units))});  // the reference's initial g
+  auto values = on_gpu(randf(krows * V, 61)), dcontext = on_gpu(randf(backward ? rows * V : 1, 62));
+  auto lengths = on_gpu(padded_lengths(batch, k_len / 2, k_len, 63));
+  // The CPU forward's probabilities: the backward's input on both devices.
+  std::vector<float> ph(rows * k_len, 0.0f);
+  if (backward) {
+    std::vector<float> ctx(rows * V);
+    C().additive_attention_forward(d, qp->host.data(), kp->host.data(), bias->host.data(), v->host.data(),
+                                   g->host.data(), values->host.data(), lengths->host.data(), ph.data(), ctx.data(), V);
+  }
+  auto probs = on_gpu(std::move(ph)), context = gpu_zeros(backward ? 1 : rows * V);
+  auto dqp = gpu_zeros(backward ? qp->host.size() : 1), dkp = gpu_zeros(backward ? kp->host.size() : 1);
+  auto dvalues = gpu_zeros(backward ? values->host.size() : 1);
+  auto dbias = gpu_zeros(units), dv = gpu_zeros(units), dg = gpu_zeros(1);  // accumulated onto
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "B%d q%d k%d units %d %s", batch, q_len, k_len, units, label);
+  Case r{backward ? "additive_attention_backward" : "additive_attention_forward", shape};
+  double live = 0;  // keys below their row's length: masked keys are never read
+  for (int32_t l : lengths->host) live += std::min(int(l), k_len);
+  const double pairs = live * q_len, U = units, Q = double(rows), P = double(rows) * k_len;
+  // forward: qp, live kp and values, bias, v, g in; probs and context out. backward: those and probs,
+  // dcontext in; dqp, dkp, dvalues out; dbias, dv, dg read and written.
+  r.bytes = backward ? kF * (2 * Q * U + (live + double(krows)) * (U + V) + P + Q * V + 6 * U + 3) + 4.0 * batch
+                     : kF * (Q * U + live * (U + V) + 2 * U + 1 + P + Q * V) + 4.0 * batch;
+  // Per pair and unit: two adds, a tanh and a multiply-add (backward: the tanh again, its derivative,
+  // the sums into dqp, dkp and d(vn)); per pair and value column a multiply-add (backward two).
+  r.flops = backward ? pairs * ((10 + kExp) * U + 4.0 * V + 5) : pairs * ((4 + kExp) * U + 2.0 * V + 5 + kExp);
+  r.run = [=] {
+    if (backward)
+      G().additive_attention_backward(d, qp->d(), kp->d(), bias->d(), v->d(), g->d(), values->d(), lengths->d(),
+                                      probs->d(), dcontext->d(), V, dqp->d(), dkp->d(), dvalues->d(), dbias->d(),
+                                      dv->d(), dg->d());
+    else
+      G().additive_attention_forward(d, qp->d(), kp->d(), bias->d(), v->d(), g->d(), values->d(), lengths->d(),
+                                     probs->d(), context->d(), V);
+  };
+  r.check = [=] {
+    dbias->reset(), dv->reset(), dg->reset();
+    r.run();
+    if (!backward) {
+      std::vector<float> wp(probs->host.size()), wc(context->host.size());
+      C().additive_attention_forward(d, qp->host.data(), kp->host.data(), bias->host.data(), v->host.data(),
+                                     g->host.data(), values->host.data(), lengths->host.data(), wp.data(), wc.data(),
+                                     V);
+      return count_wrong_scaled("additive_attention_forward probs", probs->download(), wp, 1e-4, 1e-5) +
+             count_wrong_scaled("additive_attention_forward context", context->download(), wc, 1e-4, 1e-5);
+    }
+    std::vector<float> wdq(dqp->host.size()), wdk(dkp->host.size()), wdval(dvalues->host.size());
+    std::vector<float> wdb = dbias->host, wdv = dv->host, wdg = dg->host;
+    C().additive_attention_backward(d, qp->host.data(), kp->host.data(), bias->host.data(), v->host.data(),
+                                    g->host.data(), values->host.data(), lengths->host.data(), probs->host.data(),
+                                    dcontext->host.data(), V, wdq.data(), wdk.data(), wdval.data(), wdb.data(),
+                                    wdv.data(), wdg.data());
+    return count_wrong_scaled("additive_attention_backward dqp", dqp->download(), wdq, 1e-3, 1e-4) +
+           count_wrong_scaled("additive_attention_backward dkp", dkp->download(), wdk, 1e-3, 1e-4) +
+           count_wrong_scaled("additive_attention_backward dvalues", dvalues->download(), wdval, 1e-3, 1e-4) +
+           count_wrong_scaled("additive_attention_backward dbias", dbias->download(), wdb, 1e-3, 1e-4) +
+           count_wrong_scaled("additive_attention_backward dv", dv->download(), wdv, 1e-3, 1e-4) +
+           wrong_scalar("additive_attention_backward dg", dg->download()[0], wdg[0], 1e-3, 1e-5);
+  };
+  return r;
+}
+
+// ================= Detection (ssd, maskrcnn) =================
+
+// Boxes [count, 4] (x1, y1, x2, y2) inside a side x side image, each side drawn in [lo, hi].
+std::vector<float> random_boxes(int count, float side, float lo, float hi, uint64_t stream) {
+  const std::vector<float> u = randf(size_t(count) * 4, stream, 0.0f, 1.0f);
+  std::vector<float> b(size_t(count) * 4);
+  for (size_t i = 0; i < size_t(count); ++i) {
+    const float w = lo + (hi - lo) * u[i * 4 + 2], h = lo + (hi - lo) * u[i * 4 + 3];
+    b[i * 4 + 0] = (side - w) * u[i * 4 + 0], b[i * 4 + 1] = (side - h) * u[i * 4 + 1];
+    b[i * 4 + 2] = b[i * 4 + 0] + w, b[i * 4 + 3] = b[i * 4 + 1] + h;
+  }
+  return b;
+}
+
+// ---- Mask R-CNN: RoIAlign (sampling ratio 2, aligned false: MLPerf v0.7's) ----
+Case roi_align_case(bool backward, int n, int hw, int c, int stride, int count, int pooled, float lo, float hi,
+                    const char* label) {
+  constexpr int kSampling = 2;
+  const size_t nx = size_t(n) * hw * hw * c, ny = size_t(count) * pooled * pooled * c;
+  auto x = on_gpu(randf(backward ? 1 : nx, 70)), dy = on_gpu(randf(backward ? ny : 1, 71));
+  auto out = on_gpu(backward ? randf(nx, 72) : std::vector<float>(ny, 0.0f));  // backward: dx, accumulated onto
+  // RoIs [count, 5] (image, box) in input pixels.
+  const std::vector<float> boxes = random_boxes(count, float(hw * stride), lo, hi, 73);
+  const std::vector<int32_t> image = randi(count, 74, n);
+  std::vector<float> rh;
+  for (int i = 0; i < count; ++i) {
+    rh.push_back(float(image[size_t(i)]));
+    rh.insert(rh.end(), boxes.begin() + i * 4, boxes.begin() + i * 4 + 4);
+  }
+  auto rois = on_gpu(std::move(rh));
+  const float scale = 1.0f / float(stride);
+  char shape[112];
+  std::snprintf(shape, sizeof shape, "%d RoIs %dx%d of n%d %dx%dx%d %s", count, pooled, pooled, n, hw, hw, c, label);
+  Case r{backward ? "roi_align_backward" : "roi_align_forward", shape};
+  // forward: x, the RoIs in, y out; backward: dy, the RoIs in, dx read and written. Per output value
+  // 2x2 samples of 4 weighted corners each, and the average.
+  r.bytes = kF * (double(ny) + 5.0 * count + (backward ? 2.0 : 1.0) * double(nx));
+  r.flops = double(ny) * (kSampling * kSampling * 8 + 1);
+  r.run = [=] {
+    if (backward)
+      G().roi_align_backward(dy->d(), n, hw, hw, c, rois->d(), count, pooled, pooled, scale, kSampling, false,
+                             out->d());
+    else
+      G().roi_align_forward(x->d(), n, hw, hw, c, rois->d(), count, pooled, pooled, scale, kSampling, false, out->d());
+  };
+  r.check = [=] {
+    out->reset();
+    r.run();
+    std::vector<float> want = out->host;
+    if (backward) {
+      C().roi_align_backward(dy->host.data(), n, hw, hw, c, rois->host.data(), count, pooled, pooled, scale, kSampling,
+                             false, want.data());
+      return count_wrong_scaled("roi_align_backward dx (atomic adds)", out->download(), want, 1e-4, 1e-5);
+    }
+    C().roi_align_forward(x->host.data(), n, hw, hw, c, rois->host.data(), count, pooled, pooled, scale, kSampling,
+                          false, want.data());
+    return count_wrong_scaled("roi_align_forward y", out->download(), want, 1e-5, 1e-6);
+  };
+  return r;
+}
+
+// ---- Mask R-CNN: the FPN's nearest 2x upsampling (backward accumulates) ----
+Case upsample_case(bool backward, int n, int h, int w, int c, const char* label) {
+  const size_t nx = size_t(n) * h * w * c;
+  auto in = on_gpu(randf(backward ? 4 * nx : nx, 75));                             // x, or dy
+  auto out = on_gpu(backward ? randf(nx, 76) : std::vector<float>(4 * nx, 0.0f));  // y, or dx (accumulated onto)
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "%dx%dx%d->%dx%d n%d %s", h, w, c, 2 * h, 2 * w, n, label);
+  Case r{backward ? "upsample_nearest2x_backward" : "upsample_nearest2x_forward", shape};
+  r.bytes = kF * double(nx) * (backward ? 6 : 5);  // backward: dy in, dx read and written
+  r.flops = backward ? 4.0 * double(nx) : 0.0;
+  auto call = [=](const OpTable& t, const float* pin, float* pout) {
+    if (backward) t.upsample_nearest2x_backward(pin, n, h, w, c, pout);
+    else t.upsample_nearest2x_forward(pin, n, h, w, c, pout);
+  };
+  r.run = [=] { call(G(), in->d(), out->d()); };
+  r.check = [=] {
+    out->reset();
+    r.run();
+    std::vector<float> want = out->host;
+    call(C(), in->host.data(), want.data());
+    return count_wrong(r.op.c_str(), out->download(), want, 0.0, 0.0);
+  };
+  return r;
+}
+
+// ---- Mask R-CNN: greedy NMS of score-sorted boxes (the RPN's proposals) ----
+Case nms_case(int n, int max_keep, float iou, float image, const char* label) {
+  // Every 9th box a copy of the one before: suppressed whatever the rest overlaps.
+  std::vector<float> bh = random_boxes(n, image, 0.02f * image, 0.3f * image, 77);
+  for (size_t i = 9; i < size_t(n); i += 9) std::copy_n(bh.begin() + (i - 1) * 4, 4, bh.begin() + i * 4);
+  auto boxes = on_gpu(std::move(bh));
+  auto keep = on_gpu(std::vector<int32_t>(size_t(max_keep), -1));
+  auto arena = gpu_arena(G().nms_scratch_floats(n));
+  Arena ca = cpu_arena(C().nms_scratch_floats(n));
+  std::vector<int32_t> want(size_t(max_keep), -1);
+  const int kept = C().nms_sorted(boxes->host.data(), n, iou, max_keep, want.data(), ca);
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "%d boxes, %d kept, iou %.1f %s", n, kept, double(iou), label);
+  Case r{"nms_sorted", shape};
+  // The boxes in, the kept indices out; every pair's IoU once (the suppression mask's round trip through
+  // scratch not counted). It waits for the count.
+  r.bytes = kF * 4.0 * n + 4.0 * kept;
+  r.flops = 15.0 * double(n) * double(n - 1) / 2;
+  r.run = [=] { G().nms_sorted(boxes->d(), n, iou, max_keep, keep->d(), *arena); };
+  r.check = [=] {
+    keep->reset();
+    const int got = G().nms_sorted(boxes->d(), n, iou, max_keep, keep->d(), *arena);
+    return size_t(got != kept) + count_unequal("nms_sorted keep", keep->download(), want);
+  };
+  return r;
+}
+
+// ---- SSD: priors, targets, loss, post-processing ----
+// Priors [P, 4] (cx, cy, w, h), normalized.
+std::vector<float> random_priors(int P, uint64_t stream) {
+  std::vector<float> p = randf(size_t(P) * 4, stream, 0.0f, 1.0f);
+  for (size_t i = 0; i < size_t(P); ++i) {
+    p[i * 4 + 0] = 0.05f + 0.9f * p[i * 4 + 0], p[i * 4 + 1] = 0.05f + 0.9f * p[i * 4 + 1];
+    p[i * 4 + 2] = 0.05f + 0.45f * p[i * 4 + 2], p[i * 4 + 3] = 0.05f + 0.45f * p[i * 4 + 3];
+  }
+  return p;
+}
+
+Case ssd_assign_case(int n, int P, int classes, int max_gts, const char* label) {
+  auto priors = on_gpu(random_priors(P, 78));
+  std::vector<int32_t> first{0};  // image i owns gts first[i]..first[i+1]: 1 to max_gts each
+  for (int i = 0; i < n; ++i) first.push_back(first.back() + 1 + int32_t(rng_below(77, 79, uint64_t(i), max_gts)));
+  const int ngt = first.back();
+  auto gts = on_gpu(random_boxes(ngt, 1.0f, 0.02f, 0.5f, 80));
+  std::vector<int32_t> lh = randi(ngt, 81, classes - 1);
+  for (int32_t& l : lh) ++l;
+  auto gt_labels = on_gpu(std::move(lh)), gt_first = on_gpu(first);
+  const size_t NP = size_t(n) * P;
+  auto labels = on_gpu(std::vector<int32_t>(NP, 0));
+  auto loc = gpu_zeros(NP * 4);
+  auto arena = gpu_arena(G().ssd_assign_scratch_floats(P, ngt));
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n%d P%d %d gts %s", n, P, ngt, label);
+  Case r{"ssd_assign_targets", shape};
+  // priors, gts in; labels and loc targets out. An IoU per (prior, gt of its image), twice (best gt
+  // per prior, best prior per gt); the encoding's two logs per prior.
+  r.bytes = kF * (4.0 * P + 4.0 * ngt) + 4.0 * (ngt + n + 1) + (4.0 + 4 * kF) * double(NP);
+  r.flops = 2 * 15.0 * double(P) * ngt + (2 * kExp + 10) * double(NP);
+  r.run = [=] {
+    G().ssd_assign_targets(priors->d(), P, gts->d(), gt_labels->d(), gt_first->d(), n, 0.5f, 0.1f, 0.2f, labels->d(),
+                           loc->d(), *arena);
+  };
+  r.check = [=] {
+    r.run();
+    std::vector<int32_t> wl(NP);
+    std::vector<float> wloc(NP * 4);
+    Arena ca = cpu_arena(C().ssd_assign_scratch_floats(P, ngt));
+    C().ssd_assign_targets(priors->host.data(), P, gts->host.data(), gt_labels->host.data(), gt_first->host.data(), n,
+                           0.5f, 0.1f, 0.2f, wl.data(), wloc.data(), ca);
+    return count_unequal("ssd_assign_targets labels", labels->download(), wl) +
+           count_wrong("ssd_assign_targets loc_targets", loc->download(), wloc, 1e-6, 1e-6);
+  };
+  return r;
+}
+
+Case ssd_loss_case(int n, int P, int classes, const char* label) {
+  const size_t NP = size_t(n) * P, NPC = NP * classes;
+  auto conf = on_gpu(randf(NPC, 82, -3.0f, 3.0f)), loc = on_gpu(randf(NP * 4, 83, -2.0f, 2.0f));
+  auto targets = on_gpu(randf(NP * 4, 84, -2.0f, 2.0f));
+  std::vector<int32_t> lh(NP);  // about 1 prior in 64 matched, to a class in 1..classes-1
+  for (size_t e = 0; e < NP; ++e) {
+    const int32_t draw = int32_t(rng_below(77, 85, e, uint64_t(64) * (classes - 1)));
+    lh[e] = draw < classes - 1 ? 1 + draw : 0;
+  }
+  auto labels = on_gpu(std::move(lh));
+  auto dconf = gpu_zeros(NPC), dloc = gpu_zeros(NP * 4);
+  auto arena = gpu_arena(G().ssd_loss_scratch_floats(n, P));
+  const float scale = 1.0f / float(n);
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n%d P%d C%d %s", n, P, classes, label);
+  Case r{"ssd_multibox_loss", shape};
+  // conf, loc, loc targets, labels in; dconf, dloc out. Per logit the log-sum-exp and the softmax of
+  // the gradient; per offset the smooth L1 and its gradient (the mining's sort not counted). It waits
+  // for the loss.
+  r.bytes = kF * (2.0 * double(NPC) + 12.0 * double(NP)) + 4.0 * double(NP);
+  r.flops = (2 * kExp + 6) * double(NPC) + 4 * 6.0 * double(NP);
+  r.run = [=] {
+    int pos = 0;
+    G().ssd_multibox_loss(conf->d(), loc->d(), labels->d(), targets->d(), n, P, classes, 3.0f, scale, dconf->d(),
+                          dloc->d(), &pos, *arena);
+  };
+  r.check = [=] {
+    int gpos = -1, cpos = -2;
+    const double gl = G().ssd_multibox_loss(conf->d(), loc->d(), labels->d(), targets->d(), n, P, classes, 3.0f, scale,
+                                            dconf->d(), dloc->d(), &gpos, *arena);
+    std::vector<float> wdc(NPC), wdl(NP * 4);
+    Arena ca = cpu_arena(C().ssd_loss_scratch_floats(n, P));
+    const double cl = C().ssd_multibox_loss(conf->host.data(), loc->host.data(), labels->host.data(),
+                                            targets->host.data(), n, P, classes, 3.0f, scale, wdc.data(), wdl.data(),
+                                            &cpos, ca);
+    return size_t(gpos != cpos) + wrong_scalar("ssd_multibox_loss loss", gl, cl, 1e-9, 0.0) +
+           count_wrong_scaled("ssd_multibox_loss dconf", dconf->download(), wdc, 1e-6, 1e-7) +
+           count_wrong_scaled("ssd_multibox_loss dloc", dloc->download(), wdl, 1e-6, 1e-7);
+  };
+  return r;
+}
+
+Case ssd_detect_case(int n, int P, int classes, int topk, int max_dets, const char* label) {
+  const size_t NP = size_t(n) * P, D = size_t(n) * max_dets;
+  auto conf = on_gpu(randf(NP * classes, 86, -4.0f, 4.0f)), loc = on_gpu(randf(NP * 4, 87, -1.0f, 1.0f));
+  auto priors = on_gpu(random_priors(P, 88));
+  auto boxes = gpu_zeros(D * 4), scores = gpu_zeros(D);
+  auto det_classes = on_gpu(std::vector<int32_t>(D, 0)), count = on_gpu(std::vector<int32_t>(size_t(n), 0));
+  auto arena = gpu_arena(G().ssd_detect_scratch_floats(n, P, classes, topk));
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n%d P%d C%d top %d, %d dets %s", n, P, classes, topk, max_dets, label);
+  Case r{"ssd_detect", shape};
+  // conf, loc, priors in; the detections out. Per logit a softmax; per prior the decoding (two exps).
+  // The per-class NMS's IoUs depend on the scores and are not counted.
+  r.bytes = kF * (double(NP) * classes + 4.0 * double(NP) + 4.0 * P) + (5 * kF + 4) * double(D) + 4.0 * n;
+  r.flops = (kExp + 3) * double(NP) * classes + (2 * kExp + 12) * double(NP);
+  auto call = [=](const OpTable& t, const float* pconf, const float* ploc, const float* ppriors, float* pboxes,
+                  float* pscores, int32_t* pclasses, int32_t* pcount, Arena& a) {
+    t.ssd_detect(pconf, ploc, ppriors, n, P, classes, 0.1f, 0.2f, 0.05f, 0.5f, topk, max_dets, pboxes, pscores,
+                 pclasses, pcount, a);
+  };
+  r.run = [=] {
+    call(G(), conf->d(), loc->d(), priors->d(), boxes->d(), scores->d(), det_classes->d(), count->d(), *arena);
+  };
+  r.check = [=] {
+    r.run();
+    std::vector<float> wb(D * 4), ws(D);
+    std::vector<int32_t> wc(D), wn(static_cast<size_t>(n));
+    Arena ca = cpu_arena(C().ssd_detect_scratch_floats(n, P, classes, topk));
+    call(C(), conf->host.data(), loc->host.data(), priors->host.data(), wb.data(), ws.data(), wc.data(), wn.data(), ca);
+    return count_unequal("ssd_detect det_count", count->download(), wn) +
+           count_unequal("ssd_detect det_classes", det_classes->download(), wc) +
+           count_wrong("ssd_detect det_boxes", boxes->download(), wb, 1e-6, 1e-7) +
+           count_wrong("ssd_detect det_scores", scores->download(), ws, 1e-6, 1e-7);
+  };
+  return r;
+}
+
+// ================= MiniGo: the policy and value losses =================
+Case minigo_loss_case(bool value, int n, int moves, const char* label) {
+  const size_t m = value ? size_t(n) : size_t(n) * moves;
+  auto x = on_gpu(randf(m, 89, value ? -3.0f : -4.0f, value ? 3.0f : 4.0f));  // value logits, or policy logits
+  // Targets: the game's outcome +-1 (value), or MCTS visit fractions, each row summing to 1 (policy).
+  std::vector<float> th = randf(m, 90, 0.0f, 1.0f);
+  if (value) {
+    for (float& z : th) z = z < 0.5f ? -1.0f : 1.0f;
+  } else {
+    for (size_t i = 0; i < size_t(n); ++i) {
+      double s = 0;
+      for (int j = 0; j < moves; ++j) s += th[i * moves + j];
+      for (int j = 0; j < moves; ++j) th[i * moves + j] = float(th[i * moves + j] / s);
+    }
+  }
+  auto targets = on_gpu(std::move(th)), dx = gpu_zeros(m);
+  auto arena = gpu_arena(G().minigo_loss_scratch_floats(n));
+  const float scale = 1.0f / float(n);
+  char shape[96];
+  if (value) std::snprintf(shape, sizeof shape, "%d %s", n, label);
+  else std::snprintf(shape, sizeof shape, "%dx%d %s", n, moves, label);
+  Case r{value ? "tanh_mse" : "softmax_xent_soft", shape};
+  r.bytes = kF * 3.0 * double(m);  // logits, targets in; gradient out (a double per row in scratch not counted)
+  r.flops = (kExp + 6) * double(m);
+  // The CUDA losses take their row scratch from the arena and leave it taken: each call gets a scope.
+  auto call = [=](const OpTable& t, const float* px, const float* pt, float* pdx, Arena& a) {
+    ArenaScope scope(a);
+    return value ? t.tanh_mse(px, pt, n, scale, pdx, a) : t.softmax_xent_soft(px, pt, n, moves, scale, pdx, a);
+  };
+  r.run = [=] { call(G(), x->d(), targets->d(), dx->d(), *arena); };
+  r.check = [=] {
+    const double gl = call(G(), x->d(), targets->d(), dx->d(), *arena);
+    std::vector<float> want(m);
+    Arena ca = cpu_arena(C().minigo_loss_scratch_floats(n));
+    const double cl = call(C(), x->host.data(), targets->host.data(), want.data(), ca);
+    return wrong_scalar((r.op + " loss").c_str(), gl, cl, 1e-12, 0.0) +
+           count_wrong((r.op + " gradient").c_str(), dx->download(), want, 1e-6, 1e-6);
+  };
+  return r;
+}
+
 // Every measured (op, shape), in table order.
 std::vector<Entry> all_entries() {
   std::vector<Entry> e;
@@ -557,6 +1216,82 @@ std::vector<Entry> all_entries() {
   add("gmf_backward", [] { return gmf_case(true, 131072, 64, "ncf"); });
   add("sigmoid_bce", [] { return bce_case(131072, "ncf"); });
   add("sigmoid_bce", [] { return bce_case(1048576, "ncf 1M"); });
+
+  // Transformer mini (d256 h4, 32 pairs per GPU of up to 64 tokens) and big (d1024 h16, 256 pairs of up
+  // to 256 tokens); rows = pairs x tokens.
+  for (bool bwd : {false, true}) {
+    add(bwd ? "layernorm_backward" : "layernorm_forward",
+        [bwd] { return layernorm_case(bwd, 32 * 64, 256, "transformer mini B32 S64"); });
+    add(bwd ? "layernorm_backward" : "layernorm_forward",
+        [bwd] { return layernorm_case(bwd, 256 * 256, 1024, "transformer ref B256 S256"); });
+    add(bwd ? "dropout_backward" : "dropout_forward",
+        [bwd] { return dropout_case(bwd, size_t(32) * 64 * 256, 0.1f, "transformer mini B32 S64 d256"); });
+    add(bwd ? "dropout_backward" : "dropout_forward",
+        [bwd] { return dropout_case(bwd, size_t(256) * 256 * 1024, 0.1f, "transformer ref B256 S256 d1024"); });
+    add(bwd ? "token_embedding_backward" : "token_embedding_forward",
+        [bwd] { return token_embedding_case(bwd, 4000, 256, 32, 64, "transformer mini"); });
+    add(bwd ? "token_embedding_backward" : "token_embedding_forward",
+        [bwd] { return token_embedding_case(bwd, 32000, 1024, 256, 256, "transformer ref"); });
+  }
+  // Self-attention on the fused QKV (the decoder's causal), cross-attention, and one decoding step:
+  // "32x4 k31/138" is 32 sentences x beam 4 rows at step 30, 31 live keys of the cache's 138
+  // (max_decode_len = 2 x 64 + 10; 2 x 256 + 10 = 522 at the reference).
+  const AttnShape self_mini{"transformer mini self d256 h4 S64 B32", {32, 4, 64, 64, 64, false}, true, 0, 32, 64};
+  const AttnShape causal_ref{"transformer ref causal d1024 h16 T256 B256", {256, 16, 256, 256, 64, true}, true, 0, 128,
+                             256};
+  const AttnShape cross_ref{"transformer ref cross d1024 h16 T256 S256 B256", {256, 16, 256, 256, 64, false}, false,
+                            1024, 128, 256};
+  const AttnShape decode_mini{"transformer mini decode d256 h4 32x4 k31/138", {128, 4, 1, 138, 64, false}, false,
+                              3 * 256, 31, 31};
+  const AttnShape decode_ref{"transformer ref decode d1024 h16 64x4 k101/522", {256, 16, 1, 522, 64, false}, false,
+                             3 * 1024, 101, 101};
+  for (const AttnShape& s : {self_mini, causal_ref, cross_ref, decode_ref})
+    add("attention_forward", [s] { return attention_case(Attn::forward, s); });
+  for (const AttnShape& s : {decode_mini, decode_ref})  // the cache kept in bf16 (--precision bf16)
+    add("attention_forward_bf16_kv", [s] { return attention_case(Attn::forward_bf16_kv, s); });
+  for (const AttnShape& s : {self_mini, causal_ref, cross_ref})
+    add("attention_backward", [s] { return attention_case(Attn::backward, s); });
+  // GNMT mini (hidden 256, 16 pairs per GPU of up to 64 tokens) and reference (hidden 1024, 128 pairs of
+  // up to 75): one LSTM step midway, some rows past their end; the attention over all decoder steps.
+  for (bool bwd : {false, true}) {
+    add(bwd ? "lstm_cell_backward" : "lstm_cell_forward",
+        [bwd] { return lstm_case(bwd, 16, 256, 30, 64, "gnmt mini"); });
+    add(bwd ? "lstm_cell_backward" : "lstm_cell_forward",
+        [bwd] { return lstm_case(bwd, 128, 1024, 40, 75, "gnmt ref"); });
+    add(bwd ? "additive_attention_backward" : "additive_attention_forward",
+        [bwd] { return additive_attention_case(bwd, 16, 64, 64, 256, "gnmt mini"); });
+    add(bwd ? "additive_attention_backward" : "additive_attention_forward",
+        [bwd] { return additive_attention_case(bwd, 128, 75, 75, 1024, "gnmt ref"); });
+  }
+  // Mask R-CNN R-50-FPN (2 800x800 images per GPU: the box head's 512 RoIs each from P2 (those under
+  // 112 px), the top-down path, the RPN's NMS) and mini (16 96x96 scenes, one 12x12x64 level, 64 RoIs each).
+  for (bool bwd : {false, true}) {
+    add(bwd ? "roi_align_backward" : "roi_align_forward",
+        [bwd] { return roi_align_case(bwd, 2, 200, 256, 4, 1024, 7, 16.0f, 112.0f, "maskrcnn ref P2"); });
+    add(bwd ? "roi_align_backward" : "roi_align_forward",
+        [bwd] { return roi_align_case(bwd, 16, 12, 64, 8, 1024, 7, 4.0f, 58.0f, "maskrcnn mini"); });
+    add(bwd ? "upsample_nearest2x_backward" : "upsample_nearest2x_forward",
+        [bwd] { return upsample_case(bwd, 2, 100, 100, 256, "maskrcnn ref P3->P2"); });
+    add(bwd ? "upsample_nearest2x_backward" : "upsample_nearest2x_forward",
+        [bwd] { return upsample_case(bwd, 2, 25, 25, 256, "maskrcnn ref P5->P4"); });
+  }
+  add("nms_sorted", [] { return nms_case(2000, 2000, 0.7f, 800.0f, "maskrcnn ref RPN"); });
+  add("nms_sorted", [] { return nms_case(1000, 1000, 0.7f, 96.0f, "maskrcnn mini RPN"); });
+  // SSD300 (8732 priors, 81 classes, up to 20 gts an image) and mini (846 priors, 11 classes, 1 to 4
+  // items a scene), 32 images per GPU; the workload's IoU 0.5, variances 0.1 / 0.2 (ssd_config.h), 3
+  // negatives per positive, and its eval's score threshold 0.05, NMS IoU 0.5, top 200, 200 / 100 dets.
+  add("ssd_assign_targets", [] { return ssd_assign_case(32, 8732, 81, 20, "ssd300"); });
+  add("ssd_assign_targets", [] { return ssd_assign_case(32, 846, 11, 4, "ssd mini"); });
+  add("ssd_multibox_loss", [] { return ssd_loss_case(32, 8732, 81, "ssd300"); });
+  add("ssd_multibox_loss", [] { return ssd_loss_case(32, 846, 11, "ssd mini"); });
+  add("ssd_detect", [] { return ssd_detect_case(32, 8732, 81, 200, 200, "ssd300 eval"); });
+  add("ssd_detect", [] { return ssd_detect_case(32, 846, 11, 200, 100, "ssd mini eval"); });
+  // MiniGo 9x9 (82 moves): mini 32 positions per GPU, reference 1024 (8192 over 8 GPUs).
+  for (int n : {32, 1024}) {
+    const char* label = n == 32 ? "minigo mini 9x9" : "minigo ref 9x9";
+    add("softmax_xent_soft", [n, label] { return minigo_loss_case(false, n, 82, label); });
+    add("tanh_mse", [n, label] { return minigo_loss_case(true, n, 82, label); });
+  }
   return e;
 }
 
@@ -578,16 +1313,17 @@ Peak device_peak(int ordinal) {
 
 void usage(FILE* f) {
   std::fprintf(f,
-               "usage: kernels_cuda [--op NAME]... [--iters N] [--help]\n"
+               "usage: kernels_cuda [--op NAME]... [--skip-op NAME]... [--iters N] [--help]\n"
                "  Checks each CUDA op once against the CPU op (exit 1 if wrong), then times it.\n"
                "  --op NAME  only this op (repeatable), e.g. --op conv2d_forward --op embedding_scatter_add\n"
+               "  --skip-op NAME  every op but this one (repeatable)\n"
                "  --iters N  timed calls per (op, shape), default 20 (fewer where they would take over 2 s)\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::set<std::string> only;
+  std::set<std::string> only, skip;
   int iters = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -597,6 +1333,8 @@ int main(int argc, char** argv) {
     }
     if (a == "--op" && i + 1 < argc) {
       only.insert(argv[++i]);
+    } else if (a == "--skip-op" && i + 1 < argc) {
+      skip.insert(argv[++i]);
     } else if (a == "--iters" && i + 1 < argc) {
       iters = std::atoi(argv[++i]);
       if (iters < 1) {
@@ -609,11 +1347,13 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<Entry> entries = all_entries();
-  for (const auto& name : only)
-    if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.op == name; })) {
-      std::fprintf(stderr, "kernels_cuda: --op %s: no such op is measured\n", name.c_str());
-      return 2;
-    }
+  for (const std::set<std::string>* names : {&only, &skip})
+    for (const auto& name : *names)
+      if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.op == name; })) {
+        std::fprintf(stderr, "kernels_cuda: %s %s: no such op is measured\n", names == &only ? "--op" : "--skip-op",
+                     name.c_str());
+        return 2;
+      }
   if (cuda_device_count() == 0) {
     std::printf("kernels_cuda: no GPU visible; nothing measured\n");
     return 0;
@@ -629,7 +1369,7 @@ int main(int argc, char** argv) {
                 "MFLOP(napkin)", "GB/s", "GFLOP/s", "%BW", "%FP32", "#wrong");
     size_t total_wrong = 0;
     for (const Entry& e : entries) {
-      if (!only.empty() && !only.count(e.op)) continue;
+      if ((!only.empty() && !only.count(e.op)) || skip.count(e.op)) continue;
       Case c = e.make();
       const size_t wrong = c.check();
       total_wrong += wrong;

@@ -65,6 +65,8 @@ __global__ void fold_rows(const double* __restrict__ rows, int n, double* __rest
 }
 
 // Row losses then the total, as doubles in the arena: n + 1 doubles (2 floats each), aligned.
+// Each loss gives them back as it returns (an ArenaScope; it has waited for its total by then), so
+// the two losses of a step take minigo_loss_scratch_floats once, not twice.
 double* row_scratch(Arena& arena, int n) {
   return reinterpret_cast<double*>(arena_floats(arena, 2 * size_t(n + 1) + 2));
 }
@@ -86,6 +88,7 @@ size_t minigo_loss_scratch_floats(int n) { return 2 * size_t(n + 1) + 2 + 16; }
 double softmax_xent_soft(const float* logits, const float* targets, int n, int classes, float grad_scale,
                          float* dlogits, Arena& arena) {
   if (n <= 0 || classes <= 0) return 0.0;
+  ArenaScope scope(arena);
   double* rows = row_scratch(arena, n);
   const unsigned blocks = unsigned((size_t(n) * 32 + kRowsThreads - 1) / kRowsThreads);
   softmax_xent_soft_kernel<<<blocks, kRowsThreads, 0, stream()>>>(logits, targets, n, classes, grad_scale, dlogits,
@@ -96,6 +99,7 @@ double softmax_xent_soft(const float* logits, const float* targets, int n, int c
 
 double tanh_mse(const float* x, const float* z, int n, float grad_scale, float* dx, Arena& arena) {
   if (n <= 0) return 0.0;
+  ArenaScope scope(arena);
   double* rows = row_scratch(arena, n);
   tanh_mse_kernel<<<unsigned((n + 255) / 256), 256, 0, stream()>>>(x, z, n, grad_scale, dx, rows);
   CUDA_CHECK_LAUNCH();
