@@ -1141,9 +1141,7 @@ Case minigo_loss_case(bool value, int n, int moves, const char* label) {
   Case r{value ? "tanh_mse" : "softmax_xent_soft", shape};
   r.bytes = kF * 3.0 * double(m);  // logits, targets in; gradient out (a double per row in scratch not counted)
   r.flops = (kExp + 6) * double(m);
-  // The CUDA losses take their row scratch from the arena and leave it taken: each call gets a scope.
   auto call = [=](const OpTable& t, const float* px, const float* pt, float* pdx, Arena& a) {
-    ArenaScope scope(a);
     return value ? t.tanh_mse(px, pt, n, scale, pdx, a) : t.softmax_xent_soft(px, pt, n, moves, scale, pdx, a);
   };
   r.run = [=] { call(G(), x->d(), targets->d(), dx->d(), *arena); };
