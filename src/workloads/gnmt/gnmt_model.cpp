@@ -560,11 +560,10 @@ std::unique_ptr<Seq2Seq> build_gnmt(const GnmtSpec& spec, ParamStore& store) {
 
   // Buffers, sized for the largest training batch and the largest decode batch.
   const int B = lim.max_batch, S = lim.max_src_len, T = lim.max_tgt_len;
-  const int EB = std::max(B, lim.max_eval_batch);
   const int rows_dec = lim.max_eval_batch * lim.max_beam;
   const int64_t rs = int64_t(B) * S, rt = int64_t(B) * T;  // the encoder runs a decode batch in chunks of B
   const int64_t rmax = std::max({rs, rt, int64_t(rows_dec)});
-  const int64_t state_rows = std::max({int64_t(EB), int64_t(rows_dec)});
+  const int64_t state_rows = std::max(int64_t(B), int64_t(rows_dec));  // encoder chunks, hypotheses
   const bool drop = spec.dropout > 0.0f;
   for (Layer& L : g.enc) {
     if (drop) {
@@ -627,7 +626,7 @@ std::unique_ptr<Seq2Seq> build_gnmt(const GnmtSpec& spec, ParamStore& store) {
   g.d_src_tm = g.ints(size_t(rs));
   g.d_src_to_bm = g.ints(size_t(rs));
   g.d_src_to_tm = g.ints(size_t(rs));
-  g.d_src_len = g.ints(size_t(EB));
+  g.d_src_len = g.ints(size_t(B));  // an encoder chunk's lengths
   g.d_tgt_tm = g.ints(size_t(rt));
   g.d_tgt_to_bm = g.ints(size_t(rt));
   g.d_tgt_to_tm = g.ints(size_t(rt));
