@@ -991,6 +991,91 @@ Case nms_case(int n, int max_keep, float iou, float image, const char* label) {
   return r;
 }
 
+// ---- Mask R-CNN: the RPN's proposals (per level top-k, decode, NMS; the best over the levels) ----
+Case rpn_proposals_case(int n, const std::vector<int>& level_anchors, int pre, int post, float image,
+                        const char* label) {
+  std::vector<int32_t> first{0};
+  for (int a : level_anchors) first.push_back(first.back() + a);
+  const int A = first.back(), L = static_cast<int>(level_anchors.size());
+  auto anchors = on_gpu(random_boxes(A, image, 0.02f * image, 0.4f * image, 78));
+  auto obj = on_gpu(randf(size_t(n) * A, 79, -6.0f, 6.0f));
+  auto del = on_gpu(randf(size_t(n) * A * 4, 80, -0.4f, 0.4f));
+  auto boxes = on_gpu(std::vector<float>(size_t(n) * post * 4, 0.0f));
+  auto scores = on_gpu(std::vector<float>(size_t(n) * post, 0.0f));
+  auto count = on_gpu(std::vector<int32_t>(size_t(n), -1));
+  auto arena = gpu_arena(G().rpn_proposals_scratch_floats(n, A, L, pre, post));
+  const int side = static_cast<int>(image);
+  char shape[112];
+  std::snprintf(shape, sizeof shape, "n%d, %d anchors in %d levels, top %d -> %d %s", n, A, L, pre, post, label);
+  Case r{"rpn_proposals", shape};
+  // The objectness read by the selection's passes (four radix passes and the emit), the chosen
+  // anchors' deltas and boxes, the proposals out; each level's greedy NMS: every pair's IoU once.
+  const double chosen = double(n) * L * pre;
+  r.bytes = kF * (5.0 * n * A + 8.0 * chosen + 5.0 * n * post);
+  r.flops = chosen * 30.0 + 15.0 * double(n) * L * double(pre) * double(pre - 1) / 2;
+  r.run = [=] {
+    G().rpn_proposals(obj->d(), del->d(), anchors->d(), n, A, first.data(), L, side, side, pre, post, 0.7f, 0.0f,
+                      boxes->d(), scores->d(), count->d(), *arena);
+  };
+  r.check = [=] {
+    boxes->reset();
+    scores->reset();
+    count->reset();
+    r.run();
+    std::vector<float> wb(boxes->host.size()), ws(scores->host.size());
+    std::vector<int32_t> wc(size_t(n));
+    Arena ca = cpu_arena(C().rpn_proposals_scratch_floats(n, A, L, pre, post));
+    C().rpn_proposals(obj->host.data(), del->host.data(), anchors->host.data(), n, A, first.data(), L, side, side, pre,
+                      post, 0.7f, 0.0f, wb.data(), ws.data(), wc.data(), ca);
+    return count_unequal("rpn_proposals count", count->download(), wc) +
+           count_unequal("rpn_proposals scores", scores->download(), ws) +
+           count_wrong("rpn_proposals boxes", boxes->download(), wb, 1e-6, 1e-5);
+  };
+  return r;
+}
+
+// ---- Mask R-CNN: the RPN's loss over the sampled anchors ----
+Case rpn_loss_case(int n, int A, int per_image, const char* label) {
+  std::vector<int32_t> index, sample_first{0}, positive_first{0};
+  const int stride = std::max(1, A / per_image);
+  for (int i = 0; i < n; ++i) {
+    for (int s = 0; s < per_image; ++s) index.push_back((s * stride + i) % A);
+    sample_first.push_back(static_cast<int32_t>(index.size()));
+    positive_first.push_back(positive_first.back() + per_image / 2);
+  }
+  auto obj = on_gpu(randf(size_t(n) * A, 81, -4.0f, 4.0f));
+  auto del = on_gpu(randf(size_t(n) * A * 4, 82));
+  auto targets = on_gpu(randf(size_t(positive_first.back()) * 4, 83));
+  auto idx = on_gpu(std::vector<int32_t>(index)), sf = on_gpu(std::vector<int32_t>(sample_first)),
+       pf = on_gpu(std::vector<int32_t>(positive_first));
+  auto dobj = on_gpu(std::vector<float>(size_t(n) * A, 0.0f)), ddel = on_gpu(std::vector<float>(size_t(n) * A * 4, 0.0f));
+  auto arena = gpu_arena(G().rpn_loss_scratch_floats(n));
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n%d, %d anchors, %d samples each %s", n, A, per_image, label);
+  Case r{"rpn_loss_batch", shape};
+  // Both gradients zeroed whole (n A x 5 floats written), the samples' values read and gradients
+  // written; it waits for the loss.
+  r.bytes = kF * (5.0 * n * A + 12.0 * n * per_image);
+  r.flops = 40.0 * n * per_image;
+  r.run = [=] {
+    G().rpn_loss_batch(obj->d(), del->d(), n, A, idx->d(), sf->d(), pf->d(), targets->d(), 0.5f, dobj->d(), ddel->d(),
+                       nullptr, nullptr, *arena);
+  };
+  r.check = [=] {
+    const double got = G().rpn_loss_batch(obj->d(), del->d(), n, A, idx->d(), sf->d(), pf->d(), targets->d(), 0.5f,
+                                          dobj->d(), ddel->d(), nullptr, nullptr, *arena);
+    std::vector<float> wo(dobj->host.size()), wd(ddel->host.size());
+    Arena ca = cpu_arena(C().rpn_loss_scratch_floats(n));
+    const double want = C().rpn_loss_batch(obj->host.data(), del->host.data(), n, A, index.data(), sample_first.data(),
+                                           positive_first.data(), targets->host.data(), 0.5f, wo.data(), wd.data(),
+                                           nullptr, nullptr, ca);
+    return size_t(std::fabs(got - want) > 1e-9 * std::fabs(want)) +
+           count_wrong("rpn_loss_batch dobjectness", dobj->download(), wo, 1e-6, 1e-9) +
+           count_wrong("rpn_loss_batch ddeltas", ddel->download(), wd, 1e-6, 1e-9);
+  };
+  return r;
+}
+
 // ---- SSD: priors, targets, loss, post-processing ----
 // Priors [P, 4] (cx, cy, w, h), normalized.
 std::vector<float> random_priors(int P, uint64_t stream) {
@@ -1275,6 +1360,11 @@ std::vector<Entry> all_entries() {
   }
   add("nms_sorted", [] { return nms_case(2000, 2000, 0.7f, 800.0f, "maskrcnn ref RPN"); });
   add("nms_sorted", [] { return nms_case(1000, 1000, 0.7f, 96.0f, "maskrcnn mini RPN"); });
+  add("rpn_proposals", [] { return rpn_proposals_case(16, {1296}, 1000, 100, 96.0f, "maskrcnn mini train"); });
+  add("rpn_proposals",
+      [] { return rpn_proposals_case(2, {120000, 30000, 7500, 1875, 507}, 2000, 1000, 800.0f, "maskrcnn ref train"); });
+  add("rpn_loss_batch", [] { return rpn_loss_case(16, 1296, 256, "maskrcnn mini"); });
+  add("rpn_loss_batch", [] { return rpn_loss_case(2, 159882, 256, "maskrcnn ref"); });
   // SSD300 (8732 priors, 81 classes, up to 20 gts an image) and mini (846 priors, 11 classes, 1 to 4
   // items a scene), 32 images per GPU; the workload's IoU 0.5, variances 0.1 / 0.2 (ssd_config.h), 3
   // negatives per positive, and its eval's score threshold 0.05, NMS IoU 0.5, top 200, 200 / 100 dets.

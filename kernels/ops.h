@@ -53,5 +53,9 @@ struct AdditiveAttentionDims {
 // decides with (kernels/cpu/detection.cpp, without fused multiply-adds), for host code that must
 // decide the same way (Mask R-CNN's matching before the NMS op).
 float box_iou(const float* a, const float* b);
+// The R-CNN box coder's decoding (both references'): box = (x1, y1, x2, y2) of reference box `ref`
+// moved by delta / (wx, wy, ww, wh), the size deltas clamped at log(1000 / 16), in double rounded
+// to float once; the one rpn_proposals decodes with, for host code that must decode the same way.
+void rcnn_decode_box(const float* ref, const float* delta, float wx, float wy, float ww, float wh, float* box);
 
 }  // namespace mlpd

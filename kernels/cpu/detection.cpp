@@ -1,6 +1,6 @@
 // The detection ops (ssd, maskrcnn) on the CPU: SSD target assignment, the fused multibox loss,
-// SSD post-processing (decode, softmax, per-class top-k and NMS, top detections), and greedy NMS of
-// sorted boxes. RoIAlign is in roi_align.cpp.
+// SSD post-processing (decode, softmax, per-class top-k and NMS, top detections), greedy NMS of
+// sorted boxes, and Mask R-CNN's RPN proposals and loss. RoIAlign is in roi_align.cpp.
 //
 // Every decision (a match, a mined negative, a candidate's rank, a suppression) is taken on values
 // that the CUDA ops (kernels/cuda/detection.cu) compute bit for bit the same way:
@@ -20,7 +20,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
+#include "core/check.h"
 #include "kernels/ops.h"
 
 namespace mlpd {
@@ -35,6 +37,23 @@ float box_iou(const float* a, const float* b) {
   const float area_b = (b[2] - b[0]) * (b[3] - b[1]);
   const float uni = area_a + area_b - inter;
   return uni > 0.0f ? inter / uni : 0.0f;
+}
+
+// Both references' bbox_xform_clip: a size delta above it would make exp() overflow a float box.
+const double kSizeDeltaClip = std::log(1000.0 / 16.0);
+
+void rcnn_decode_box(const float* ref, const float* delta, float wx, float wy, float ww, float wh, float* box) {
+  const double wa = double(ref[2]) - ref[0], ha = double(ref[3]) - ref[1];
+  const double cax = ref[0] + 0.5 * wa, cay = ref[1] + 0.5 * ha;
+  const double dx = delta[0] / double(wx), dy = delta[1] / double(wy);
+  const double dw = std::min(delta[2] / double(ww), kSizeDeltaClip);
+  const double dh = std::min(delta[3] / double(wh), kSizeDeltaClip);
+  const double cx = cax + dx * wa, cy = cay + dy * ha;
+  const double bw = std::exp(dw) * wa, bh = std::exp(dh) * ha;
+  box[0] = static_cast<float>(cx - 0.5 * bw);
+  box[1] = static_cast<float>(cy - 0.5 * bh);
+  box[2] = static_cast<float>(cx + 0.5 * bw);
+  box[3] = static_cast<float>(cy + 0.5 * bh);
 }
 
 namespace {
@@ -340,6 +359,149 @@ int nms_sorted(const float* boxes, int n, float iou_threshold, int max_keep, int
       if (!suppressed[j] && box_iou(bi, boxes + size_t(j) * 4) > iou_threshold) suppressed[j] = 1;
   }
   return count;
+}
+
+// =============================== Mask R-CNN's RPN ===============================
+
+namespace {
+
+void check_levels(const int32_t* level_first, int levels, int num_anchors) {
+  MLPD_CHECK(levels >= 1 && levels <= 8 && level_first[0] == 0 && level_first[levels] == num_anchors,
+             "rpn_proposals: level bounds must run from 0 to the anchor count, 1 to 8 levels");
+  for (int l = 0; l < levels; ++l) MLPD_CHECK(level_first[l] <= level_first[l + 1], "rpn_proposals: bad level bounds");
+}
+
+}  // namespace
+
+// The level's anchor order [A], its decoded candidates [K, 4] and scores [K], the NMS's keep [K] and
+// scratch, the levels' survivors [levels * post, 4], their scores and order.
+size_t rpn_proposals_scratch_floats(int /*n*/, int num_anchors, int levels, int pre_nms_topk, int post_nms_topk) {
+  const size_t A = size_t(std::max(num_anchors, 0));
+  const size_t K = size_t(std::clamp(pre_nms_topk, 0, std::max(num_anchors, 0)));
+  const size_t S = size_t(std::max(levels, 0)) * size_t(std::max(post_nms_topk, 0));
+  return floats_for_bytes(A * sizeof(int32_t)) + floats_for_bytes(K * 4 * sizeof(float)) +
+         floats_for_bytes(K * sizeof(float)) + floats_for_bytes(K * sizeof(int32_t)) + nms_scratch_floats(int(K)) +
+         floats_for_bytes(S * 4 * sizeof(float)) + floats_for_bytes(S * sizeof(float)) +
+         floats_for_bytes(S * sizeof(int32_t));
+}
+
+void rpn_proposals(const float* objectness, const float* deltas, const float* anchors, int n, int num_anchors,
+                   const int32_t* level_first, int levels, int img_h, int img_w, int pre_nms_topk, int post_nms_topk,
+                   float nms_iou, float min_size, float* boxes, float* scores, int32_t* count, Arena& arena) {
+  if (n <= 0) return;
+  check_levels(level_first, levels, num_anchors);
+  const int A = num_anchors, post = std::max(post_nms_topk, 0);
+  const int K = std::clamp(pre_nms_topk, 0, A);
+  ArenaScope scope(arena);
+  int32_t* order = take<int32_t>(arena, size_t(A));
+  float* cand = take<float>(arena, size_t(K) * 4);
+  float* cand_score = take<float>(arena, size_t(K));
+  int32_t* keep = take<int32_t>(arena, size_t(K));
+  float* all = take<float>(arena, size_t(levels) * post * 4);
+  float* all_score = take<float>(arena, size_t(levels) * post);
+  int32_t* all_order = take<int32_t>(arena, size_t(levels) * post);
+  const auto clip = [&](float* b) {
+    b[0] = std::clamp(b[0], 0.0f, float(img_w));
+    b[1] = std::clamp(b[1], 0.0f, float(img_h));
+    b[2] = std::clamp(b[2], 0.0f, float(img_w));
+    b[3] = std::clamp(b[3], 0.0f, float(img_h));
+  };
+  for (int img = 0; img < n; ++img) {
+    int total = 0;
+    for (int l = 0; l < levels; ++l) {
+      const int a0 = level_first[l], m = level_first[l + 1] - a0;
+      const float* obj = objectness + size_t(img) * A + a0;
+      const float* del = deltas + (size_t(img) * A + a0) * 4;
+      const int k = std::min(K, m);
+      std::iota(order, order + m, 0);
+      std::partial_sort(order, order + k, order + m, [&](int32_t a, int32_t b) {
+        return obj[a] > obj[b] || (obj[a] == obj[b] && a < b);
+      });
+      int c = 0;
+      for (int r = 0; r < k; ++r) {
+        const int a = order[r];
+        float* b = cand + size_t(c) * 4;
+        rcnn_decode_box(anchors + (size_t(a0) + a) * 4, del + size_t(a) * 4, 1.0f, 1.0f, 1.0f, 1.0f, b);
+        clip(b);
+        if (b[2] - b[0] < min_size || b[3] - b[1] < min_size) continue;
+        cand_score[c++] = obj[a];
+      }
+      const int kept = nms_sorted(cand, c, nms_iou, post, keep, arena);
+      for (int i = 0; i < kept; ++i, ++total) {
+        std::memcpy(all + size_t(total) * 4, cand + size_t(keep[i]) * 4, 4 * sizeof(float));
+        all_score[total] = cand_score[keep[i]];
+      }
+    }
+    // Each level's survivors are in descending order already: one level comes out as it is.
+    std::iota(all_order, all_order + total, 0);
+    std::stable_sort(all_order, all_order + total, [&](int32_t a, int32_t b) { return all_score[a] > all_score[b]; });
+    const int out = std::min(total, post);
+    float* ob = boxes + size_t(img) * post * 4;
+    float* os = scores + size_t(img) * post;
+    for (int r = 0; r < post; ++r) {
+      if (r < out) {
+        std::memcpy(ob + size_t(r) * 4, all + size_t(all_order[r]) * 4, 4 * sizeof(float));
+        os[r] = all_score[all_order[r]];
+      } else {
+        std::fill(ob + size_t(r) * 4, ob + size_t(r) * 4 + 4, 0.0f);
+        os[r] = 0.0f;
+      }
+    }
+    count[img] = out;
+  }
+}
+
+size_t rpn_loss_scratch_floats(int /*n*/) { return 0; }
+
+double rpn_loss_batch(const float* objectness, const float* deltas, int n, int num_anchors,
+                      const int32_t* sample_index, const int32_t* sample_first, const int32_t* positive_first,
+                      const float* target_deltas, float grad_scale, float* dobjectness, float* ddeltas, double* cls,
+                      double* box, Arena& /*arena*/) {
+  constexpr double kBeta = 1.0 / 9.0;
+  const auto smooth_l1 = [](double x) {
+    const double a = std::fabs(x);
+    return a < kBeta ? 0.5 * x * x / kBeta : a - 0.5 * kBeta;
+  };
+  const auto smooth_l1_grad = [](double x) {
+    if (std::fabs(x) < kBeta) return x / kBeta;
+    return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
+  };
+  const int A = num_anchors;
+  double cls_total = 0.0, box_total = 0.0;
+  for (int img = 0; img < n; ++img) {
+    const float* obj = objectness + size_t(img) * A;
+    const float* del = deltas + size_t(img) * A * 4;
+    float* dobj = dobjectness + size_t(img) * A;
+    float* ddel = ddeltas + size_t(img) * A * 4;
+    const int32_t* index = sample_index + sample_first[img];
+    const int count = sample_first[img + 1] - sample_first[img];
+    const int positives = positive_first[img + 1] - positive_first[img];
+    const float* targets = target_deltas + size_t(positive_first[img]) * 4;
+    MLPD_CHECK(count >= 0 && positives >= 0 && positives <= count, "rpn_loss_batch: inconsistent sample bounds");
+    std::fill(dobj, dobj + A, 0.0f);
+    std::fill(ddel, ddel + size_t(A) * 4, 0.0f);
+    double cls_sum = 0.0, box_sum = 0.0;
+    const double g = count > 0 ? double(grad_scale) / count : 0.0;
+    for (int k = 0; k < count; ++k) {
+      const int a = index[k];
+      MLPD_CHECK(a >= 0 && a < A, "rpn_loss_batch: sampled anchor out of range");
+      const double z = obj[a], y = k < positives ? 1.0 : 0.0;
+      cls_sum += std::max(z, 0.0) - y * z + std::log1p(std::exp(-std::fabs(z)));
+      const double sig = z >= 0 ? 1.0 / (1.0 + std::exp(-z)) : std::exp(z) / (1.0 + std::exp(z));
+      dobj[a] += static_cast<float>((sig - y) * g);
+      if (k < positives)
+        for (int j = 0; j < 4; ++j) {
+          const double x = double(del[size_t(a) * 4 + j]) - targets[size_t(k) * 4 + j];
+          box_sum += smooth_l1(x);
+          ddel[size_t(a) * 4 + j] += static_cast<float>(smooth_l1_grad(x) * g);
+        }
+    }
+    cls_total += count > 0 ? cls_sum / count : 0.0;
+    box_total += count > 0 ? box_sum / count : 0.0;
+  }
+  if (cls) *cls = cls_total;
+  if (box) *box = box_total;
+  return cls_total + box_total;
 }
 
 }  // namespace mlpd

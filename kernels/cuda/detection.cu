@@ -20,6 +20,11 @@
 //   a block per image selects and sorts the top max_dets survivors and writes the outputs.
 // nms_sorted: the bitmask NMS of torchvision: blocks of 64x64 box pairs write suppression masks,
 //   one warp walks the boxes in order.
+// rpn_proposals: a block per (image, level) selects its top pre_nms_topk anchors, sorts them,
+//   decodes and clips their boxes, drops the small ones and runs greedy NMS, keeping the first
+//   post_nms_topk; a block per image selects and sorts the top post_nms_topk over its levels.
+// rpn_loss_batch: a block per image sums its samples' terms (a fixed tree) and writes their
+//   gradients into the zeroed buffers; one thread adds the images in order.
 // No atomics but shared-memory histogram counts (exact): every run gives the same bits.
 #include <cmath>
 #include <cstddef>
@@ -543,6 +548,194 @@ __global__ void nms_walk_kernel(const uint64_t* __restrict__ mask, int n, int wo
   if (lane == 0) *count_out = count;
 }
 
+
+// =============================== Mask R-CNN's RPN ===============================
+
+constexpr int kMaxLevels = 8;
+struct LevelBounds {
+  int first[kMaxLevels + 1];
+};
+
+// kernels/cpu/detection.cpp's rcnn_decode_box with weights 1 and its clamp (size_clip, computed on
+// the host by the same std::log), each double operation rounded on its own, then clipped as
+// std::clamp does.
+__device__ __forceinline__ Box4 decode_clip(const float* ref, const float* delta, double size_clip, float img_h,
+                                            float img_w) {
+  const double wa = __dsub_rn(double(ref[2]), double(ref[0])), ha = __dsub_rn(double(ref[3]), double(ref[1]));
+  const double cax = __dadd_rn(double(ref[0]), 0.5 * wa), cay = __dadd_rn(double(ref[1]), 0.5 * ha);
+  const double dw = fmin(double(delta[2]), size_clip), dh = fmin(double(delta[3]), size_clip);
+  const double cx = __dadd_rn(cax, __dmul_rn(double(delta[0]), wa));
+  const double cy = __dadd_rn(cay, __dmul_rn(double(delta[1]), ha));
+  const double bw = __dmul_rn(exp(dw), wa), bh = __dmul_rn(exp(dh), ha);
+  const auto clamp = [](float v, float hi) { return v < 0.0f ? 0.0f : (hi < v ? hi : v); };
+  return Box4{clamp(float(__dsub_rn(cx, 0.5 * bw)), img_w), clamp(float(__dsub_rn(cy, 0.5 * bh)), img_h),
+              clamp(float(__dadd_rn(cx, 0.5 * bw)), img_w), clamp(float(__dadd_rn(cy, 0.5 * bh)), img_h)};
+}
+
+// One block per (image, level): the level's top k anchors sorted by (objectness descending, anchor
+// ascending) into sorted[0, M) as keys (~order_key(objectness) << 32 | anchor in the level), their
+// boxes in cand[0, k); a dropped (small), suppressed or surplus candidate's key becomes kNone.
+__global__ void __launch_bounds__(kBlock)
+    proposal_level_kernel(const float* __restrict__ objectness, const float* __restrict__ deltas,
+                          const float* __restrict__ anchors, int A, LevelBounds lb, int L, float img_h, float img_w,
+                          int K, int M, int post, float nms_iou, float min_size, double size_clip,
+                          uint64_t* __restrict__ sorted_all, float* __restrict__ cand_all) {
+  const int img = int(blockIdx.x) / L, l = int(blockIdx.x) % L;
+  const int a0 = lb.first[l], m = lb.first[l + 1] - a0;
+  const float* obj = objectness + size_t(img) * A + a0;
+  const float* del = deltas + (size_t(img) * A + a0) * 4;
+  const float* anc = anchors + size_t(a0) * 4;
+  uint64_t* sorted = sorted_all + size_t(blockIdx.x) * M;
+  float* cand = cand_all + size_t(blockIdx.x) * K * 4;
+  const int k = m < K ? m : K;
+  for (int i = k + int(threadIdx.x); i < M; i += kBlock) sorted[i] = kNone;
+  auto key_of = [&](int i, uint32_t* key) {
+    *key = order_key(obj[i]);
+    return true;
+  };
+  if (k > 0) {
+    const Cut cut = radix_select(key_of, m, k);
+    select_emit(key_of, m, cut,
+                [&](int i, int r) { sorted[r] = (uint64_t(~order_key(obj[i])) << 32) | uint64_t(uint32_t(i)); });
+  }
+  bitonic_sort(sorted, M);
+  for (int r = int(threadIdx.x); r < k; r += kBlock) {
+    const int i = int(uint32_t(sorted[r]));
+    const Box4 b = decode_clip(anc + size_t(i) * 4, del + size_t(i) * 4, size_clip, img_h, img_w);
+    float* c = cand + size_t(r) * 4;
+    c[0] = b.x1, c[1] = b.y1, c[2] = b.x2, c[3] = b.y2;
+    if (__fsub_rn(b.x2, b.x1) < min_size || __fsub_rn(b.y2, b.y1) < min_size) sorted[r] = kNone;
+  }
+  __syncthreads();
+  for (int i = 0; i < k; ++i) {
+    if (sorted[i] != kNone) {
+      const Box4 bi = load_box(cand + size_t(i) * 4);
+      for (int j = i + 1 + int(threadIdx.x); j < k; j += kBlock)
+        if (sorted[j] != kNone && box_iou(bi, load_box(cand + size_t(j) * 4)) > nms_iou) sorted[j] = kNone;
+    }
+    __syncthreads();
+  }
+  int seen = 0;  // survivors before this chunk: the first `post` of them stay
+  for (int start = 0; start < k; start += kBlock) {
+    const int i = start + int(threadIdx.x);
+    const bool alive = i < k && sorted[i] != kNone;
+    const Count c = block_count(alive);
+    if (alive && seen + c.before >= post) sorted[i] = kNone;
+    seen += c.total;
+  }
+}
+
+// One block per image: the top `post` survivors of its levels by (objectness descending, then
+// position in sorted_all: level, then rank), sorted in fin[0, M2), and the outputs.
+__global__ void __launch_bounds__(kBlock)
+    proposal_merge_kernel(const float* __restrict__ objectness, int A, LevelBounds lb, int L, int K, int M, int post,
+                          int M2, const uint64_t* __restrict__ sorted_all, const float* __restrict__ cand_all,
+                          uint64_t* __restrict__ fin_all, float* __restrict__ boxes, float* __restrict__ scores,
+                          int32_t* __restrict__ count_out) {
+  const int img = int(blockIdx.x);
+  const int count = L * M;
+  const uint64_t* sorted = sorted_all + size_t(img) * count;
+  uint64_t* fin = fin_all + size_t(img) * M2;
+  auto key_of = [&](int i, uint32_t* key) {
+    const uint64_t k = sorted[i];
+    if (k == kNone) return false;
+    *key = ~uint32_t(k >> 32);
+    return true;
+  };
+  double mine = 0.0;
+  for (int i = int(threadIdx.x); i < count; i += kBlock) mine += sorted[i] != kNone ? 1.0 : 0.0;
+  const int survivors = int(block_sum(mine));
+  const int kk = survivors < post ? survivors : post;
+  for (int i = kk + int(threadIdx.x); i < M2; i += kBlock) fin[i] = kNone;
+  if (kk > 0) {
+    const Cut cut = radix_select(key_of, count, kk);
+    select_emit(key_of, count, cut, [&](int i, int r) { fin[r] = (sorted[i] & 0xffffffff00000000ull) | uint32_t(i); });
+  }
+  bitonic_sort(fin, M2);
+  for (int r = int(threadIdx.x); r < post; r += kBlock) {
+    float* ob = boxes + (size_t(img) * post + r) * 4;
+    const size_t o = size_t(img) * post + r;
+    if (r < kk) {
+      const int i = int(uint32_t(fin[r]));
+      const int l = i / M, slot = i % M;
+      const float* b = cand_all + ((size_t(img) * L + l) * K + slot) * 4;
+      ob[0] = b[0], ob[1] = b[1], ob[2] = b[2], ob[3] = b[3];
+      scores[o] = objectness[size_t(img) * A + lb.first[l] + int(uint32_t(sorted[i]))];
+    } else {
+      ob[0] = ob[1] = ob[2] = ob[3] = 0.0f;
+      scores[o] = 0.0f;
+    }
+  }
+  if (threadIdx.x == 0) count_out[img] = kk;
+}
+
+struct ProposalLayout {
+  int K, M, M2;  // candidates per level (at most), its sort size (a power of two), the final sort size
+};
+ProposalLayout proposal_layout(int num_anchors, int levels, int pre_nms_topk, int post_nms_topk) {
+  ProposalLayout p;
+  const int A = num_anchors > 0 ? num_anchors : 0;
+  p.K = pre_nms_topk < 0 ? 0 : (pre_nms_topk > A ? A : pre_nms_topk);
+  p.M = int(pow2_at_least(size_t(p.K)));
+  const size_t all = size_t(levels > 0 ? levels : 0) * size_t(p.M), post = size_t(post_nms_topk > 0 ? post_nms_topk : 0);
+  p.M2 = int(pow2_at_least(post < all ? post : all));
+  return p;
+}
+
+constexpr double kRpnBeta = 1.0 / 9.0;
+
+// One block per image: its samples' loss terms summed by a fixed tree, their gradients added into
+// the zeroed buffers (one add each unless an anchor is sampled twice), the image's two parts.
+__global__ void __launch_bounds__(kBlock)
+    rpn_loss_kernel(const float* __restrict__ objectness, const float* __restrict__ deltas, int A,
+                    const int32_t* __restrict__ sample_index, const int32_t* __restrict__ sample_first,
+                    const int32_t* __restrict__ positive_first, const float* __restrict__ target_deltas,
+                    float grad_scale, float* __restrict__ dobjectness, float* __restrict__ ddeltas,
+                    double* __restrict__ img_cls, double* __restrict__ img_box, int* __restrict__ bad) {
+  const int img = int(blockIdx.x);
+  const int s0 = sample_first[img], count = sample_first[img + 1] - s0;
+  const int p0 = positive_first[img], positives = positive_first[img + 1] - p0;
+  const bool consistent = count >= 0 && positives >= 0 && positives <= count;
+  const double g = count > 0 ? double(grad_scale) / count : 0.0;
+  double cls = 0.0, box = 0.0;
+  for (int k = int(threadIdx.x); consistent && k < count; k += kBlock) {
+    const int a = sample_index[s0 + k];
+    if (a < 0 || a >= A) {
+      *bad = 1;
+      continue;
+    }
+    const size_t e = size_t(img) * A + a;
+    const double z = objectness[e], y = k < positives ? 1.0 : 0.0;
+    cls += fmax(z, 0.0) - y * z + log1p(exp(-fabs(z)));
+    const double sig = z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z));
+    atomicAdd(dobjectness + e, float((sig - y) * g));
+    if (k < positives)
+      for (int j = 0; j < 4; ++j) {
+        const double x = double(deltas[e * 4 + j]) - double(target_deltas[(size_t(p0) + k) * 4 + j]);
+        const double ax = fabs(x);
+        box += ax < kRpnBeta ? 0.5 * x * x / kRpnBeta : ax - 0.5 * kRpnBeta;
+        const double gx = ax < kRpnBeta ? x / kRpnBeta : (x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0));
+        atomicAdd(ddeltas + e * 4 + j, float(gx * g));
+      }
+  }
+  cls = block_sum(cls);
+  box = block_sum(box);
+  if (threadIdx.x == 0) {
+    if (!consistent) *bad = 1;
+    img_cls[img] = count > 0 ? cls / count : 0.0;
+    img_box[img] = count > 0 ? box / count : 0.0;
+  }
+}
+
+// The images' parts added in image order, as the CPU does.
+__global__ void rpn_loss_total_kernel(int n, const double* __restrict__ img_cls, const double* __restrict__ img_box,
+                                      double* __restrict__ totals) {
+  double c = 0.0, b = 0.0;
+  for (int i = 0; i < n; ++i) c += img_cls[i], b += img_box[i];
+  totals[0] = c;
+  totals[1] = b;
+}
+
 }  // namespace
 
 // =============================== entry points ===============================
@@ -684,6 +877,91 @@ int nms_sorted(const float* boxes, int n, float iou_threshold, int max_keep, int
   CUDA_CHECK(cudaMemcpyAsync(&host, count, sizeof(int), cudaMemcpyDeviceToHost, stream()));
   CUDA_CHECK(cudaStreamSynchronize(stream()));
   return host;
+}
+
+
+// Per (image, level) sort slots [M] and candidate boxes [K, 4], per image final slots [M2].
+size_t rpn_proposals_scratch_floats(int n, int num_anchors, int levels, int pre_nms_topk, int post_nms_topk) {
+  const ProposalLayout p = proposal_layout(num_anchors, levels, pre_nms_topk, post_nms_topk);
+  const size_t NL = size_t(n > 0 ? n : 0) * size_t(levels > 0 ? levels : 0);
+  return floats_for_bytes(NL * size_t(p.M) * sizeof(uint64_t)) + floats_for_bytes(NL * size_t(p.K) * 4 * sizeof(float)) +
+         floats_for_bytes(size_t(n > 0 ? n : 0) * size_t(p.M2) * sizeof(uint64_t));
+}
+
+void rpn_proposals(const float* objectness, const float* deltas, const float* anchors, int n, int num_anchors,
+                   const int32_t* level_first, int levels, int img_h, int img_w, int pre_nms_topk, int post_nms_topk,
+                   float nms_iou, float min_size, float* boxes, float* scores, int32_t* count, Arena& arena) {
+  if (n <= 0) return;
+  if (levels < 1 || levels > kMaxLevels || level_first[0] != 0 || level_first[levels] != num_anchors)
+    fail(__FILE__, __LINE__, "rpn_proposals", "level bounds must run from 0 to the anchor count, 1 to 8 levels");
+  LevelBounds lb{};
+  for (int l = 0; l <= levels; ++l) {
+    if (l > 0 && level_first[l] < level_first[l - 1]) fail(__FILE__, __LINE__, "rpn_proposals", "bad level bounds");
+    lb.first[l] = level_first[l];
+  }
+  const int post = post_nms_topk > 0 ? post_nms_topk : 0;
+  const ProposalLayout p = proposal_layout(num_anchors, levels, pre_nms_topk, post);
+  if (p.K == 0 || post == 0) {  // nothing proposed: zero outputs
+    if (post > 0) {
+      CUDA_CHECK(cudaMemsetAsync(boxes, 0, size_t(n) * post * 4 * sizeof(float), stream()));
+      CUDA_CHECK(cudaMemsetAsync(scores, 0, size_t(n) * post * sizeof(float), stream()));
+    }
+    CUDA_CHECK(cudaMemsetAsync(count, 0, size_t(n) * sizeof(int32_t), stream()));
+    return;
+  }
+  ArenaScope scope(arena);
+  uint64_t* sorted = take<uint64_t>(arena, size_t(n) * levels * p.M);
+  float* cand = take<float>(arena, size_t(n) * levels * p.K * 4);
+  uint64_t* fin = take<uint64_t>(arena, size_t(n) * p.M2);
+  const double size_clip = std::log(1000.0 / 16.0);  // the CPU's bound, computed by the same function
+  proposal_level_kernel<<<unsigned(n * levels), kBlock, 0, stream()>>>(
+      objectness, deltas, anchors, num_anchors, lb, levels, float(img_h), float(img_w), p.K, p.M, post, nms_iou,
+      min_size, size_clip, sorted, cand);
+  CUDA_CHECK_LAUNCH();
+  proposal_merge_kernel<<<unsigned(n), kBlock, 0, stream()>>>(objectness, num_anchors, lb, levels, p.K, p.M, post,
+                                                              p.M2, sorted, cand, fin, boxes, scores, count);
+  CUDA_CHECK_LAUNCH();
+}
+
+// The images' two parts [n] doubles each, the totals [2] and the error flag.
+size_t rpn_loss_scratch_floats(int n) {
+  const size_t N = size_t(n > 0 ? n : 0);
+  return 2 * floats_for_bytes(N * sizeof(double)) + floats_for_bytes(2 * sizeof(double)) + floats_for_bytes(sizeof(int));
+}
+
+double rpn_loss_batch(const float* objectness, const float* deltas, int n, int num_anchors,
+                      const int32_t* sample_index, const int32_t* sample_first, const int32_t* positive_first,
+                      const float* target_deltas, float grad_scale, float* dobjectness, float* ddeltas, double* cls,
+                      double* box, Arena& arena) {
+  if (n <= 0 || num_anchors < 0) {
+    if (cls) *cls = 0.0;
+    if (box) *box = 0.0;
+    return 0.0;
+  }
+  const size_t NA = size_t(n) * size_t(num_anchors);
+  CUDA_CHECK(cudaMemsetAsync(dobjectness, 0, NA * sizeof(float), stream()));
+  CUDA_CHECK(cudaMemsetAsync(ddeltas, 0, NA * 4 * sizeof(float), stream()));
+  ArenaScope scope(arena);
+  double* img_cls = take<double>(arena, size_t(n));
+  double* img_box = take<double>(arena, size_t(n));
+  double* totals = take<double>(arena, 2);
+  int* bad = take<int>(arena, 1);
+  CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream()));
+  rpn_loss_kernel<<<unsigned(n), kBlock, 0, stream()>>>(objectness, deltas, num_anchors, sample_index, sample_first,
+                                                        positive_first, target_deltas, grad_scale, dobjectness,
+                                                        ddeltas, img_cls, img_box, bad);
+  CUDA_CHECK_LAUNCH();
+  rpn_loss_total_kernel<<<1, 1, 0, stream()>>>(n, img_cls, img_box, totals);
+  CUDA_CHECK_LAUNCH();
+  double host[2] = {0.0, 0.0};
+  int host_bad = 0;
+  CUDA_CHECK(cudaMemcpyAsync(host, totals, sizeof(host), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaMemcpyAsync(&host_bad, bad, sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  if (host_bad) fail(__FILE__, __LINE__, "rpn_loss_batch", "a sampled anchor out of range or inconsistent bounds");
+  if (cls) *cls = host[0];
+  if (box) *box = host[1];
+  return host[0] + host[1];
 }
 
 }  // namespace mlpd::cuda

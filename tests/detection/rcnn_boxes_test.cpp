@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../kernels/grad_check.h"
+#include "core/arena.h"
 #include "core/rng.h"
 #include "workloads/maskrcnn/rcnn_boxes.h"
 
@@ -386,6 +387,104 @@ TEST(RcnnProposals, LevelsHaveTheirOwnNmsAndTheBestOverAllLevelsAreKept) {
   p = make_level_proposals(spec, anchors.data(), obj.data(), deltas.data(), {0, 3, 5}, 100, 100);
   EXPECT_EQ(p.scores, (std::vector<float>{5, 3}));
   EXPECT_ANY_THROW(make_level_proposals(spec, anchors.data(), obj.data(), deltas.data(), {1, 5}, 100, 100));
+}
+
+// ---- the batched ops (kernels/op_signatures.inc) that the step runs on its device: a batch gives
+// every image what the one-image functions give it, bit for bit.
+
+TEST(RcnnRpnBatch, ProposalsOfABatchAreEachImagesOwn) {
+  constexpr int n = 3, levels = 3, A = 75;
+  const std::vector<int> first{0, 40, 65, A};
+  Rng r{7, 3};
+  std::vector<float> anchors(size_t(A) * 4);
+  for (int a = 0; a < A; ++a) {  // boxes 4 to 44 a side in a 100 x 80 image, some crossing its border
+    const float x = float(r.uniform() * 100 - 10), y = float(r.uniform() * 80 - 10);
+    const float w = float(4 + r.uniform() * 40), h = float(4 + r.uniform() * 40);
+    const float b[4] = {x, y, x + w, y + h};
+    std::copy(b, b + 4, anchors.begin() + a * 4);
+  }
+  std::vector<float> obj = test::random_vec(size_t(n) * A, 8, -4, 4);
+  const std::vector<float> del = test::random_vec(size_t(n) * A * 4, 9, -0.5f, 0.5f);
+  for (int a = 0; a < A; a += 9) obj[size_t(a)] = obj[size_t(a) + 1];  // ties in image 0
+  ProposalSpec spec;
+  spec.pre_nms_topk = 12;
+  spec.post_nms_topk = 15;  // three levels of up to 12 survivors: the cap binds
+  spec.nms_iou = 0.5f;
+  spec.min_size = 6;
+  const int post = spec.post_nms_topk;
+  std::vector<float> boxes(size_t(n) * post * 4, -7.0f), scores(size_t(n) * post, -7.0f);
+  std::vector<int32_t> count(n, -1);
+  const std::vector<int32_t> bounds(first.begin(), first.end());
+  Arena arena;
+  arena_init(arena, rpn_proposals_scratch_floats(n, A, levels, spec.pre_nms_topk, post) * sizeof(float));
+  rpn_proposals(obj.data(), del.data(), anchors.data(), n, A, bounds.data(), levels, 80, 100, spec.pre_nms_topk, post,
+                spec.nms_iou, spec.min_size, boxes.data(), scores.data(), count.data(), arena);
+  int capped = 0;
+  for (int i = 0; i < n; ++i) {
+    const Proposals p = make_level_proposals(spec, anchors.data(), obj.data() + size_t(i) * A,
+                                             del.data() + size_t(i) * A * 4, first, 80, 100);
+    ASSERT_EQ(count[i], p.count()) << "image " << i;
+    capped += p.count() == post;
+    const float* b = boxes.data() + size_t(i) * post * 4;
+    const float* sc = scores.data() + size_t(i) * post;
+    EXPECT_EQ(std::vector<float>(b, b + p.boxes.size()), p.boxes) << "image " << i;
+    EXPECT_EQ(std::vector<float>(sc, sc + p.count()), p.scores) << "image " << i;
+    for (int k = p.count(); k < post; ++k) {
+      EXPECT_EQ(sc[k], 0.0f);
+      for (int j = 0; j < 4; ++j) EXPECT_EQ(b[size_t(k) * 4 + j], 0.0f);
+    }
+  }
+  EXPECT_GT(capped, 0) << "the case reaches post_nms_topk somewhere";
+  const std::vector<int32_t> bad{0, 40, 65, 74};  // not ending at the anchor count
+  EXPECT_ANY_THROW(rpn_proposals(obj.data(), del.data(), anchors.data(), n, A, bad.data(), levels, 80, 100, 12, post,
+                                 0.5f, 6, boxes.data(), scores.data(), count.data(), arena));
+}
+
+TEST(RcnnRpnBatch, LossOfABatchIsTheSumOfEachImagesOwn) {
+  constexpr int n = 3;
+  RpnTargetSpec spec;
+  spec.batch = 16;
+  const int A = static_cast<int>(rpn_anchors().size());
+  std::vector<RpnSample> samples;
+  for (int i = 0; i < n; ++i) samples.push_back(sample_scene(spec, 3, 4, 5 + uint64_t(i)));
+  samples[1].index.resize(size_t(samples[1].positives));  // an image with positives only
+  samples[2] = RpnSample{};                                // and one with no sample at all
+  const std::vector<float> obj = test::random_vec(size_t(n) * A, 11, -3, 3);
+  const std::vector<float> del = test::random_vec(size_t(n) * A * 4, 12, -1, 1);
+  std::vector<int32_t> index, sample_first{0}, positive_first{0};
+  std::vector<float> targets;
+  for (const RpnSample& s : samples) {
+    index.insert(index.end(), s.index.begin(), s.index.end());
+    targets.insert(targets.end(), s.deltas.begin(), s.deltas.end());
+    sample_first.push_back(static_cast<int32_t>(index.size()));
+    positive_first.push_back(positive_first.back() + s.positives);
+  }
+  std::vector<float> dobj(size_t(n) * A, 9.0f), ddel(size_t(n) * A * 4, 9.0f);  // overwritten whole
+  double cls = -1, box = -1;
+  Arena none;
+  const double total = rpn_loss_batch(obj.data(), del.data(), n, A, index.data(), sample_first.data(),
+                                      positive_first.data(), targets.data(), 0.5f, dobj.data(), ddel.data(), &cls, &box,
+                                      none);
+  double cls_sum = 0, box_sum = 0;
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> d1(static_cast<size_t>(A)), d4(static_cast<size_t>(A) * 4);
+    double c = 0, b = 0;
+    rpn_loss(samples[size_t(i)], obj.data() + size_t(i) * A, del.data() + size_t(i) * A * 4, A, 0.5f, d1.data(),
+             d4.data(), &c, &b);
+    cls_sum += c;
+    box_sum += b;
+    EXPECT_EQ(std::vector<float>(dobj.begin() + i * A, dobj.begin() + (i + 1) * A), d1) << "image " << i;
+    EXPECT_EQ(std::vector<float>(ddel.begin() + i * A * 4, ddel.begin() + (i + 1) * A * 4), d4) << "image " << i;
+  }
+  EXPECT_EQ(cls, cls_sum);
+  EXPECT_EQ(box, box_sum);
+  EXPECT_EQ(total, cls_sum + box_sum);
+  EXPECT_GT(cls, 0.0);
+  EXPECT_GT(box, 0.0);
+  index[2] = A;  // an anchor past the image's
+  EXPECT_ANY_THROW(rpn_loss_batch(obj.data(), del.data(), n, A, index.data(), sample_first.data(),
+                                  positive_first.data(), targets.data(), 0.5f, dobj.data(), ddel.data(), nullptr,
+                                  nullptr, none));
 }
 
 // ---- RoI sampling and the box loss

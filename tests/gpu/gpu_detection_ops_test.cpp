@@ -1,7 +1,7 @@
 // The CUDA detection ops (ssd, maskrcnn) against the CPU ones, through the op tables, on the same
 // random inputs. The decisions must be the same: SSD labels, the mined negatives (seen through which
-// dconf rows are zero), detection classes and counts, NMS keep lists are compared exactly; the values
-// within tolerance. Both devices compute IoU in float unfused and softmax / decoding in double
+// dconf rows are zero), detection classes and counts, NMS keep lists, RPN proposal counts and
+// scores are compared exactly; the values within tolerance. Both devices compute IoU in float unfused and softmax / decoding in double
 // rounded once (kernels/op_signatures.inc), so they agree bit for bit up to CUDA's and glibc's exp
 // differing by an ulp in double; loc targets, boxes and scores 1e-6 relative, the loss 1e-9
 // relative (double sums in different orders), dconf/dloc 1e-6, RoIAlign forward 1e-5 (fused
@@ -335,6 +335,144 @@ INSTANTIATE_TEST_SUITE_P(Shapes, NmsGpu,
                          [](const ::testing::TestParamInfo<NmsCase>& i) {
                            return cat("n", i.param.n, "_keep", i.param.max_keep, "_t",
                                       int(std::lround(i.param.threshold * 10)));
+                         });
+
+// ================================ Mask R-CNN's RPN: proposals and loss ================================
+struct RpnCase {
+  int n;
+  std::vector<int> level_cells;  // anchors per level (cells x 3 ratios)
+  int pre, post;
+  float min_size;
+};
+void PrintTo(const RpnCase& c, std::ostream* os) {
+  *os << cat("n=", c.n, " levels=", c.level_cells.size(), " pre=", c.pre, " post=", c.post, " min_size=", c.min_size);
+}
+
+// Anchors in a 320 x 320 image, 8 to 200 pixels a side, every 13th a copy of the one before; the
+// level bounds; objectness with every 17th value repeated (exact ties); small deltas.
+struct RpnInputs {
+  std::vector<float> anchors, objectness, deltas;
+  std::vector<int32_t> level_first{0};
+  int A = 0;
+};
+RpnInputs rpn_inputs(const RpnCase& k) {
+  RpnInputs in;
+  for (int cells : k.level_cells) in.level_first.push_back(in.level_first.back() + cells * 3);
+  in.A = in.level_first.back();
+  const auto u = random_floats(size_t(in.A) * 4, 900, 0.0f, 1.0f);
+  in.anchors.resize(size_t(in.A) * 4);
+  for (int a = 0; a < in.A; ++a) {
+    float* b = in.anchors.data() + size_t(a) * 4;
+    if (a % 13 == 12) {
+      std::copy_n(b - 4, 4, b);
+      continue;
+    }
+    const float w = 8.0f + 192.0f * u[size_t(a) * 4 + 2], h = 8.0f + 192.0f * u[size_t(a) * 4 + 3];
+    b[0] = -40.0f + 360.0f * u[size_t(a) * 4] - 0.5f * w, b[1] = -40.0f + 360.0f * u[size_t(a) * 4 + 1] - 0.5f * h;
+    b[2] = b[0] + w, b[3] = b[1] + h;
+  }
+  in.objectness = random_floats(size_t(k.n) * in.A, 901, -6.0f, 6.0f);
+  for (size_t e = 17; e < in.objectness.size(); e += 17) in.objectness[e] = in.objectness[e - 1];
+  in.deltas = random_floats(size_t(k.n) * in.A * 4, 902, -0.4f, 0.4f);
+  return in;
+}
+
+class RpnProposalsGpu : public GpuTestWithParam<RpnCase> {};
+
+TEST_P(RpnProposalsGpu, MatchesCpu) {
+  const RpnCase k = GetParam();
+  const RpnInputs in = rpn_inputs(k);
+  const int L = static_cast<int>(k.level_cells.size()), P = k.post;
+  std::vector<float> boxes(size_t(k.n) * P * 4, kJunk), scores(size_t(k.n) * P, kJunk);
+  std::vector<int32_t> count(size_t(k.n), 99);
+  Arena ca = cpu_scratch(cpu().rpn_proposals_scratch_floats(k.n, in.A, L, k.pre, P));
+  cpu().rpn_proposals(in.objectness.data(), in.deltas.data(), in.anchors.data(), k.n, in.A, in.level_first.data(), L,
+                      320, 320, k.pre, P, 0.7f, k.min_size, boxes.data(), scores.data(), count.data(), ca);
+  const DeviceBuffer<float> gobj(in.objectness), gdel(in.deltas), ganchors(in.anchors);
+  Arena ga = gpu_scratch(gpu().rpn_proposals_scratch_floats(k.n, in.A, L, k.pre, P));
+  std::vector<float> rb[2], rs[2];
+  std::vector<int32_t> rn[2];
+  for (int r = 0; r < 2; ++r) {
+    DeviceBuffer<float> gb(std::vector<float>(boxes.size(), kJunk)), gs(std::vector<float>(scores.size(), kJunk));
+    DeviceBuffer<int32_t> gn(std::vector<int32_t>(count.size(), 99));
+    gpu().rpn_proposals(gobj.get(), gdel.get(), ganchors.get(), k.n, in.A, in.level_first.data(), L, 320, 320, k.pre,
+                        P, 0.7f, k.min_size, gb.get(), gs.get(), gn.get(), ga);
+    rb[r] = gb.download();
+    rs[r] = gs.download();
+    rn[r] = gn.download();
+  }
+  EXPECT_TRUE(same_values("rpn_proposals count", rn[0], count));
+  EXPECT_TRUE(same_values("rpn_proposals scores", rs[0], scores));  // the objectness values themselves
+  EXPECT_TRUE(all_close("rpn_proposals boxes", rb[0], boxes, 1e-6, 1e-5));
+  EXPECT_TRUE(same_bits("rpn_proposals boxes, rerun", rb[1], rb[0]));
+  EXPECT_TRUE(same_values("rpn_proposals count, rerun", rn[1], rn[0]));
+  int total = 0;
+  for (int32_t c : count) total += c;
+  EXPECT_GT(total, 0) << "the case proposes something";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RpnProposalsGpu,
+                         ::testing::Values(RpnCase{4, {432}, 1000, 100, 0.0f},      // maskrcnn_mini: 12x12 x 9
+                                           RpnCase{16, {432}, 600, 100, 0.0f},      // mini eval, a full batch
+                                           RpnCase{3, {300, 75, 20}, 64, 80, 4.0f},  // levels, post binds, min size
+                                           RpnCase{2, {40000, 10000, 2500, 625, 169}, 2000, 1000, 0.0f}),  // R-50-FPN
+                         [](const ::testing::TestParamInfo<RpnCase>& i) {
+                           return cat("n", i.param.n, "_l", i.param.level_cells.size(), "_a",
+                                      i.param.level_cells.front() * 3, "_pre", i.param.pre, "_post", i.param.post);
+                         });
+
+class RpnLossGpu : public GpuTestWithParam<RpnCase> {};
+
+TEST_P(RpnLossGpu, MatchesCpu) {
+  const RpnCase k = GetParam();
+  const RpnInputs in = rpn_inputs(k);
+  // Image i samples min(256, A) distinct anchors (a stride through them), a third of them positive;
+  // the last image samples nothing.
+  std::vector<int32_t> index, sample_first{0}, positive_first{0};
+  for (int i = 0; i < k.n; ++i) {
+    const int count = i + 1 == k.n ? 0 : std::min(256, in.A), stride = std::max(1, in.A / std::max(count, 1));
+    for (int s = 0; s < count; ++s) index.push_back((s * stride + i) % in.A);
+    sample_first.push_back(static_cast<int32_t>(index.size()));
+    positive_first.push_back(positive_first.back() + count / 3);
+  }
+  const auto targets = random_floats(size_t(positive_first.back()) * 4 + 4, 903, -0.6f, 0.6f);
+  const size_t NA = size_t(k.n) * in.A;
+  std::vector<float> dobj(NA, kJunk), ddel(NA * 4, kJunk);
+  double cls = 0, box = 0;
+  Arena ca = cpu_scratch(cpu().rpn_loss_scratch_floats(k.n));
+  const double loss = cpu().rpn_loss_batch(in.objectness.data(), in.deltas.data(), k.n, in.A, index.data(),
+                                           sample_first.data(), positive_first.data(), targets.data(), 0.25f,
+                                           dobj.data(), ddel.data(), &cls, &box, ca);
+  const DeviceBuffer<float> gobj(in.objectness), gdel(in.deltas), gtargets(targets);
+  const DeviceBuffer<int32_t> gindex(index.empty() ? std::vector<int32_t>{0} : index), gsf(sample_first),
+      gpf(positive_first);
+  Arena ga = gpu_scratch(gpu().rpn_loss_scratch_floats(k.n));
+  std::vector<float> rdobj[2], rddel[2];
+  double rloss[2] = {0, 0};
+  for (int r = 0; r < 2; ++r) {
+    DeviceBuffer<float> gdobj(std::vector<float>(NA, kJunk)), gddel(std::vector<float>(NA * 4, kJunk));
+    double gcls = 0, gbox = 0;
+    rloss[r] = gpu().rpn_loss_batch(gobj.get(), gdel.get(), k.n, in.A, gindex.get(), gsf.get(), gpf.get(),
+                                    gtargets.get(), 0.25f, gdobj.get(), gddel.get(), &gcls, &gbox, ga);
+    EXPECT_TRUE(scalar_close("rpn_loss_batch cls", gcls, cls, 1e-9, 1e-12));
+    EXPECT_TRUE(scalar_close("rpn_loss_batch box", gbox, box, 1e-9, 1e-12));
+    rdobj[r] = gdobj.download();
+    rddel[r] = gddel.download();
+  }
+  EXPECT_TRUE(scalar_close("rpn_loss_batch total", rloss[0], loss, 1e-9, 1e-12));
+  EXPECT_EQ(rloss[1], rloss[0]) << "a rerun gives the same bits";
+  EXPECT_TRUE(all_close("rpn_loss_batch dobjectness", rdobj[0], dobj, 1e-6, 1e-9));
+  EXPECT_TRUE(all_close("rpn_loss_batch ddeltas", rddel[0], ddel, 1e-6, 1e-9));
+  EXPECT_TRUE(same_bits("rpn_loss_batch dobjectness, rerun", rdobj[1], rdobj[0]));
+  EXPECT_GT(cls, 0.0);
+  EXPECT_GT(box, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RpnLossGpu,
+                         ::testing::Values(RpnCase{4, {432}, 0, 0, 0.0f}, RpnCase{16, {432}, 0, 0, 0.0f},
+                                           RpnCase{2, {40000, 10000, 2500, 625, 169}, 0, 0, 0.0f}),
+                         [](const ::testing::TestParamInfo<RpnCase>& i) {
+                           return cat("n", i.param.n, "_a", i.param.level_cells.front() * 3);
                          });
 
 // ================================ RoIAlign ================================

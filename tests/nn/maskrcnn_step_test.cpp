@@ -94,11 +94,17 @@ struct Toy {
     finalize_params(store);
     init_maskrcnn(*net, store, 4);
     arena_init_on(Device::cpu, arena, maskrcnn_arena_bytes(*net));
-    buffers = make_step_buffers(*net);
     spec.rpn.batch = 64;
     spec.proposals.pre_nms_topk = 200;
     spec.proposals.post_nms_topk = 40;
     spec.rois.batch = 32;
+    buffers = make_step_buffers(*net, spec.rpn, {spec.proposals, infer_proposals()});
+  }
+  static ProposalSpec infer_proposals() {
+    ProposalSpec p;
+    p.pre_nms_topk = 200;
+    p.post_nms_topk = 20;
+    return p;
   }
   MaskRcnnLosses step(const Scene& s, uint64_t key, float lr) {
     std::fill(store.grads.begin(), store.grads.end(), 0.0f);
@@ -153,9 +159,9 @@ TEST(MaskRcnnStep, InferenceAfterTrainingFindsTheObjects) {
   const Scene s = toy_scenes(4, 9);
   for (int it = 0; it < 150; ++it) t.step(s, uint64_t(it) * 4, 0.05f);
   MaskRcnnInferSpec spec;
-  spec.proposals.pre_nms_topk = 200;
-  spec.proposals.post_nms_topk = 20;
-  const std::vector<ImageDetections> d = maskrcnn_infer_batch(*t.net, t.store, t.arena, spec, s.x.data(), 4);
+  spec.proposals = Toy::infer_proposals();
+  const std::vector<ImageDetections> d =
+      maskrcnn_infer_batch(*t.net, t.store, t.arena, t.buffers, spec, s.x.data(), 4);
   ASSERT_EQ(d.size(), 4u);
   size_t k = 0;
   for (int i = 0; i < 4; ++i) {
@@ -189,12 +195,12 @@ TEST(MaskRcnnStep, ReferenceModelRunsAStepOnABatchOfTwo) {
   init_maskrcnn(*net, store, 1);
   Arena arena;
   arena_init_on(Device::cpu, arena, maskrcnn_arena_bytes(*net));
-  MaskRcnnStepBuffers buffers = make_step_buffers(*net);
   MaskRcnnTrainSpec spec;  // the reference's RPN (256 anchors, 1:1) and RoI (1:3) sampling
   spec.proposals.pre_nms_topk = 2000;
   spec.proposals.post_nms_topk = 1000;
   spec.rpn.straddle = -1.0f;
   spec.rois.batch = 64;
+  MaskRcnnStepBuffers buffers = make_step_buffers(*net, spec.rpn, {spec.proposals});
   // Image i: a 20x30 box of class 3 + i and an 8x8 one of class 17, on noise.
   std::vector<float> x(size_t(n) * side * side * 3);
   Rng r{3, 1};

@@ -8,26 +8,22 @@
 namespace mlpd {
 
 std::vector<ImageDetections> maskrcnn_infer_batch(MaskRcnn& net, ParamStore& store, Arena& arena,
-                                                  const MaskRcnnInferSpec& spec, const float* x, int n) {
+                                                  MaskRcnnStepBuffers& b, const MaskRcnnInferSpec& spec,
+                                                  const float* x, int n) {
   const MaskRcnnSpec& sp = maskrcnn_spec_of(net);
   const Device dev = sp.device;
   const int H = sp.in_h, W = sp.in_w, C = sp.classes, M = maskrcnn_mask_size(net);
-  const std::vector<float>& anchors = maskrcnn_anchors(net);
-  const int AN = static_cast<int>(anchors.size() / 4);
   std::vector<ImageDetections> out(static_cast<size_t>(n));
 
   arena_reset(arena);
   const RpnOutputs rpn = maskrcnn_rpn_forward(net, store, arena, x, n, false);
-  std::vector<float> obj(size_t(n) * AN), del(size_t(n) * AN * 4);
-  copy_to_host(dev, obj.data(), rpn.objectness, sizeof(float) * obj.size());
-  copy_to_host(dev, del.data(), rpn.deltas, sizeof(float) * del.size());
+  queue_proposals(net, b, spec.proposals, rpn, n);
+  const std::vector<Proposals> proposals = fetch_proposals(net, b, spec.proposals, n);
   // Box head on every image's proposals, as many as max_rois holds.
-  const std::vector<int> levels = maskrcnn_level_first_anchor(net);
   std::vector<float> rois, corners;  // [R, 5] for the head, [R, 4] for the detections
   std::vector<int> first(static_cast<size_t>(n) + 1, 0);
   for (int i = 0; i < n; ++i) {
-    const Proposals p = make_level_proposals(spec.proposals, anchors.data(), obj.data() + size_t(i) * AN,
-                                             del.data() + size_t(i) * AN * 4, levels, H, W);
+    const Proposals& p = proposals[size_t(i)];
     const int keep = std::min(p.count(), sp.max_rois - static_cast<int>(rois.size() / 5));
     append_rois(rois, i, p.boxes.data(), keep);
     corners.insert(corners.end(), p.boxes.begin(), p.boxes.begin() + size_t(keep) * 4);

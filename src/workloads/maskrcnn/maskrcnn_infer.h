@@ -10,6 +10,7 @@
 #include "core/param_store.h"
 #include "detection/rle.h"
 #include "workloads/maskrcnn/maskrcnn_model.h"
+#include "workloads/maskrcnn/maskrcnn_step.h"
 #include "workloads/maskrcnn/rcnn_boxes.h"
 
 namespace mlpd {
@@ -25,9 +26,11 @@ struct ImageDetections {
   std::vector<Rle> masks;  // one per detection, at the input's size
 };
 
-// n images x (host [n, in_h, in_w, in_c]); eval-mode forwards. Detections beyond the model's
-// max_rois (box head) or max_masks (mask head) per batch are left out, in image order.
+// n images x (host [n, in_h, in_w, in_c]); eval-mode forwards; the proposals by the device op in
+// b (made with spec.proposals among its proposal specs). Detections beyond the model's max_rois
+// (box head) or max_masks (mask head) per batch are left out, in image order.
 std::vector<ImageDetections> maskrcnn_infer_batch(MaskRcnn& net, ParamStore& store, Arena& arena,
-                                                  const MaskRcnnInferSpec& spec, const float* x, int n);
+                                                  MaskRcnnStepBuffers& b, const MaskRcnnInferSpec& spec,
+                                                  const float* x, int n);
 
 }  // namespace mlpd

@@ -1,6 +1,7 @@
 #include "workloads/maskrcnn/maskrcnn_step.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/check.h"
 #include "kernels/op_table.h"
@@ -17,15 +18,17 @@ constexpr uint64_t kRoiSampleStream = 0x524F'4953'0000'0000ull;  // "ROIS"
 
 }  // namespace
 
-MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net) {
+MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net, const RpnTargetSpec& rpn,
+                                      const std::vector<ProposalSpec>& proposals) {
   const MaskRcnnSpec& sp = maskrcnn_spec_of(net);
   MaskRcnnStepBuffers b;
   b.device.device = sp.device;
-  const size_t anchors = maskrcnn_anchors(net).size() / 4;
+  const std::vector<float>& anchors = maskrcnn_anchors(net);
+  const size_t A = anchors.size() / 4;
   const size_t mb = size_t(sp.max_batch), C = size_t(sp.classes);
   const size_t M = size_t(maskrcnn_mask_size(net));
-  b.dobjectness = b.device.floats(mb * anchors);
-  b.drpn_deltas = b.device.floats(mb * anchors * 4);
+  b.dobjectness = b.device.floats(mb * A);
+  b.drpn_deltas = b.device.floats(mb * A * 4);
   b.dcls = b.device.floats(size_t(sp.max_rois) * C);
   b.dbox = b.device.floats(size_t(sp.max_rois) * C * 4);
   b.dmask = b.device.floats(size_t(sp.max_masks) * M * M * C);
@@ -35,7 +38,57 @@ MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net) {
   b.dmask_logit = b.device.floats(mask_pixels);
   static_assert(sizeof(int32_t) == sizeof(float));
   b.mask_index = reinterpret_cast<int32_t*>(b.device.floats(mask_pixels));
+
+  const OpTable& o = ops_for(sp.device);
+  const std::vector<int> first = maskrcnn_level_first_anchor(net);
+  b.level_first.assign(first.begin(), first.end());
+  const int levels = static_cast<int>(first.size()) - 1;
+  b.anchors = b.device.floats(anchors.size());
+  copy_to_device(sp.device, b.anchors, anchors.data(), sizeof(float) * anchors.size());
+  size_t scratch = o.rpn_loss_scratch_floats(int(mb));
+  for (const ProposalSpec& p : proposals) {
+    b.max_proposals = std::max(b.max_proposals, p.post_nms_topk);
+    scratch = std::max(scratch, o.rpn_proposals_scratch_floats(int(mb), int(A), levels, p.pre_nms_topk,
+                                                               std::max(p.post_nms_topk, 0)));
+  }
+  arena_init_on(sp.device, b.rpn_arena, scratch * sizeof(float) + 4096);
+  const size_t P = size_t(b.max_proposals);
+  b.proposal_boxes = b.device.floats(mb * P * 4);
+  b.proposal_scores = b.device.floats(mb * P);
+  b.proposal_count = reinterpret_cast<int32_t*>(b.device.floats(mb));
+  b.max_rpn_samples = std::max(rpn.batch, 0);
+  b.rpn_samples = reinterpret_cast<int32_t*>(b.device.floats(2 * (mb + 1) + mb * size_t(b.max_rpn_samples) * 5));
   return b;
+}
+
+void queue_proposals(MaskRcnn& net, MaskRcnnStepBuffers& b, const ProposalSpec& spec, const RpnOutputs& rpn,
+                     int n) {
+  const MaskRcnnSpec& sp = maskrcnn_spec_of(net);
+  const Device dev = sp.device;
+  const int A = static_cast<int>(maskrcnn_anchors(net).size() / 4), post = std::max(spec.post_nms_topk, 0);
+  MLPD_CHECK(post <= b.max_proposals && n <= sp.max_batch, "maskrcnn: the step buffers hold fewer proposals");
+  ops_for(dev).rpn_proposals(rpn.objectness, rpn.deltas, b.anchors, n, A, b.level_first.data(),
+                             static_cast<int>(b.level_first.size()) - 1, sp.in_h, sp.in_w, spec.pre_nms_topk, post,
+                             spec.nms_iou, spec.min_size, b.proposal_boxes, b.proposal_scores, b.proposal_count,
+                             b.rpn_arena);
+}
+
+std::vector<Proposals> fetch_proposals(const MaskRcnn& net, MaskRcnnStepBuffers& b, const ProposalSpec& spec, int n) {
+  const Device dev = maskrcnn_spec_of(net).device;
+  const int post = std::max(spec.post_nms_topk, 0);
+  // The counts first, then each image's proposals alone (not the whole post_nms_topk rows).
+  b.h_proposal_count.resize(size_t(n));
+  copy_to_host(dev, b.h_proposal_count.data(), b.proposal_count, sizeof(int32_t) * size_t(n));
+  std::vector<Proposals> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const size_t c = size_t(b.h_proposal_count[size_t(i)]);
+    MLPD_CHECK(c <= size_t(post), "maskrcnn: a proposal count past post_nms_topk");
+    out[size_t(i)].boxes.resize(c * 4);
+    out[size_t(i)].scores.resize(c);
+    copy_to_host(dev, out[size_t(i)].boxes.data(), b.proposal_boxes + size_t(i) * post * 4, sizeof(float) * c * 4);
+    copy_to_host(dev, out[size_t(i)].scores.data(), b.proposal_scores + size_t(i) * post, sizeof(float) * c);
+  }
+  return out;
 }
 
 MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& arena, MaskRcnnStepBuffers& b,
@@ -44,38 +97,49 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
                                     const std::function<void(size_t)>& ready) {
   const MaskRcnnSpec& sp = maskrcnn_spec_of(net);
   MLPD_CHECK(static_cast<int>(targets.size()) == n, "maskrcnn_train_batch: one ImageTargets per image");
+  MLPD_CHECK(spec.rpn.batch <= b.max_rpn_samples, "maskrcnn: the step buffers hold fewer RPN samples");
   const Device dev = sp.device;
+  const OpTable& o = ops_for(dev);  // the losses in fp32 under either precision
   const int H = sp.in_h, W = sp.in_w, C = sp.classes, M = maskrcnn_mask_size(net);
   const std::vector<float>& anchors = maskrcnn_anchors(net);
   const int AN = static_cast<int>(anchors.size() / 4);
   MaskRcnnLosses L;
 
-  // RPN: targets, loss and proposals per image, from the host copy of its outputs.
   arena_reset(arena);
   const RpnOutputs rpn = maskrcnn_rpn_forward(net, store, arena, x, n, true);
-  b.objectness.resize(size_t(n) * AN);
-  b.rpn_deltas.resize(size_t(n) * AN * 4);
-  copy_to_host(dev, b.objectness.data(), rpn.objectness, sizeof(float) * b.objectness.size());
-  copy_to_host(dev, b.rpn_deltas.data(), rpn.deltas, sizeof(float) * b.rpn_deltas.size());
-  b.h_dobjectness.assign(b.objectness.size(), 0.0f);
-  b.h_drpn_deltas.assign(b.rpn_deltas.size(), 0.0f);
-  const std::vector<int> levels = maskrcnn_level_first_anchor(net);
+  queue_proposals(net, b, spec.proposals, rpn, n);
+  // The RPN's anchor targets come from the anchors and the ground truth alone: sampled on the host
+  // while the device runs the forward and the proposals, sent in one copy (sample bounds, anchors,
+  // targets' bits).
+  std::vector<int32_t>& h = b.h_rpn_samples;
+  h.assign(2 * size_t(n + 1), 0);
+  std::vector<float> target_deltas;
+  for (int i = 0; i < n; ++i) {
+    const ImageTargets& t = targets[size_t(i)];
+    const RpnSample rs = sample_rpn_targets(spec.rpn, anchors.data(), AN, t.boxes.data(), t.count(), H, W, spec.seed,
+                                            kRpnSampleStream, key + uint64_t(i));
+    h.insert(h.end(), rs.index.begin(), rs.index.end());
+    h[size_t(i) + 1] = h[size_t(i)] + static_cast<int32_t>(rs.index.size());
+    h[size_t(n + 1) + size_t(i) + 1] = h[size_t(n + 1) + size_t(i)] + rs.positives;
+    target_deltas.insert(target_deltas.end(), rs.deltas.begin(), rs.deltas.end());
+  }
+  const size_t at_targets = h.size();
+  h.resize(at_targets + target_deltas.size());
+  std::memcpy(h.data() + at_targets, target_deltas.data(), sizeof(float) * target_deltas.size());
+  copy_to_device(dev, b.rpn_samples, h.data(), sizeof(int32_t) * h.size());
+  const int32_t* dev_samples = b.rpn_samples;
+  o.rpn_loss_batch(rpn.objectness, rpn.deltas, n, AN, dev_samples + 2 * (n + 1), dev_samples, dev_samples + (n + 1),
+                   reinterpret_cast<const float*>(dev_samples + at_targets), grad_scale, b.dobjectness, b.drpn_deltas,
+                   &L.rpn_objectness, &L.rpn_box, b.rpn_arena);
+
+  // The heads' RoIs sampled from the proposals.
+  const std::vector<Proposals> proposals = fetch_proposals(net, b, spec.proposals, n);
   std::vector<RoiSample> samples(static_cast<size_t>(n));
   b.rois.clear();
   for (int i = 0; i < n; ++i) {
     const ImageTargets& t = targets[size_t(i)];
-    const float* obj = b.objectness.data() + size_t(i) * AN;
-    const float* del = b.rpn_deltas.data() + size_t(i) * AN * 4;
-    const RpnSample rs = sample_rpn_targets(spec.rpn, anchors.data(), AN, t.boxes.data(), t.count(), H, W, spec.seed,
-                                            kRpnSampleStream, key + uint64_t(i));
-    double cls = 0, box = 0;
-    rpn_loss(rs, obj, del, AN, grad_scale, b.h_dobjectness.data() + size_t(i) * AN,
-             b.h_drpn_deltas.data() + size_t(i) * AN * 4, &cls, &box);
-    L.rpn_objectness += cls;
-    L.rpn_box += box;
-    const Proposals p = make_level_proposals(spec.proposals, anchors.data(), obj, del, levels, H, W);
-    samples[size_t(i)] = sample_rois(spec.rois, p, t.boxes.data(), t.labels.data(), t.count(), spec.seed,
-                                     kRoiSampleStream, key + uint64_t(i));
+    samples[size_t(i)] = sample_rois(spec.rois, proposals[size_t(i)], t.boxes.data(), t.labels.data(), t.count(),
+                                     spec.seed, kRoiSampleStream, key + uint64_t(i));
     const RoiSample& s = samples[size_t(i)];
     append_rois(b.rois, i, s.rois.data(), s.count());
   }
@@ -142,7 +206,6 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
       }
     copy_to_device(dev, b.mask_index, b.h_mask_index.data(), sizeof(int32_t) * pixels);
     copy_to_device(dev, b.mask_target, b.h_mask_target.data(), sizeof(float) * pixels);
-    const OpTable& o = ops_for(dev);  // the loss in fp32 under either precision
     const int count = static_cast<int>(pixels);
     o.embedding_gather(logits, 1, b.mask_index, count, b.mask_logit, 1);
     // Each image's mask loss is the mean over its rows and pixels.
@@ -161,8 +224,6 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
     g.mask_logits = b.dmask;
   }
 
-  copy_to_device(dev, b.dobjectness, b.h_dobjectness.data(), sizeof(float) * b.h_dobjectness.size());
-  copy_to_device(dev, b.drpn_deltas, b.h_drpn_deltas.data(), sizeof(float) * b.h_drpn_deltas.size());
   g.objectness = b.dobjectness;
   g.rpn_deltas = b.drpn_deltas;
   maskrcnn_backward(net, store, arena, g, ready);

@@ -1,10 +1,10 @@
-// One training forward/backward of Mask R-CNN: the networks (maskrcnn_model.h) and the host box
-// logic between them (rcnn_boxes.h) composed as the references train: RPN targets and loss,
-// proposals from the RPN's current outputs (no gradient through them), RoIs sampled from the
-// proposals plus the ground truth, box head loss (softmax cross-entropy averaged over the image's
-// RoIs, smooth-L1 of the foreground's class deltas), mask head loss (per-pixel binary
-// cross-entropy of the RoI's own class channel against the mask target, averaged over the image's
-// foreground RoIs and pixels).
+// One training forward/backward of Mask R-CNN: the networks (maskrcnn_model.h) and the box logic
+// between them (rcnn_boxes.h; the RPN's loss and proposals as device ops) composed as the
+// references train: RPN targets and loss, proposals from the RPN's current outputs (no gradient
+// through them), RoIs sampled from the proposals plus the ground truth, box head loss (softmax
+// cross-entropy averaged over the image's RoIs, smooth-L1 of the foreground's class deltas), mask
+// head loss (per-pixel binary cross-entropy of the RoI's own class channel against the mask
+// target, averaged over the image's foreground RoIs and pixels).
 // Normalisation: every loss is per image as above, summed over the images, and the gradients are
 // scaled by grad_scale (the workload passes 1 / global batch): the references average over the
 // whole batch at once, which is the same where every image samples the same RoI count.
@@ -42,12 +42,24 @@ struct MaskRcnnLosses {
   double total() const { return rpn_objectness + rpn_box + classifier + box + mask; }
 };
 
-// Host and device buffers of the step, sized for the model's limits.
+// Host and device buffers of the step (and of inference), sized for the model's limits and the
+// proposal counts of training and evaluation.
 struct MaskRcnnStepBuffers {
   DeviceBuffers device;
   float *dobjectness = nullptr, *drpn_deltas = nullptr, *dcls = nullptr, *dbox = nullptr, *dmask = nullptr;
-  std::vector<float> objectness, rpn_deltas, cls, box;             // host copies of outputs
-  std::vector<float> h_dobjectness, h_drpn_deltas, h_dcls, h_dbox;  // host gradients
+  // The RPN's proposals and loss run on the device (the rpn_proposals and rpn_loss_batch ops): the
+  // anchors and the level bounds of one image, the ops' scratch, the proposals of a forward (boxes,
+  // scores, counts) and the sampled anchors the host sends (rpn_samples: sample_first [n + 1],
+  // positive_first [n + 1], the anchors, then their targets' bits [positives, 4]).
+  float* anchors = nullptr;
+  std::vector<int32_t> level_first;
+  Arena rpn_arena;
+  int max_proposals = 0, max_rpn_samples = 0;  // per image
+  float *proposal_boxes = nullptr, *proposal_scores = nullptr;
+  int32_t *proposal_count = nullptr, *rpn_samples = nullptr;
+  std::vector<int32_t> h_proposal_count, h_rpn_samples;
+  std::vector<float> cls, box;      // host copies of the box head's outputs
+  std::vector<float> h_dcls, h_dbox;  // and their gradients
   // The mask loss runs on the device: the host sends each mask row's targets and where its label's
   // logits lie in [rows, M*M, classes] (mask_index); the device picks those out (mask_logit), takes
   // their loss and gradient (dmask_logit) and puts that back into dmask, zero elsewhere.
@@ -55,9 +67,16 @@ struct MaskRcnnStepBuffers {
   int32_t* mask_index = nullptr;
   std::vector<float> h_mask_target;
   std::vector<int32_t> h_mask_index;
-  std::vector<float> rois, mask_rois;                                          // [R, 5]
+  std::vector<float> rois, mask_rois;  // [R, 5]
 };
-MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net);
+// `proposals`: every ProposalSpec the buffers will serve (training's and evaluation's).
+MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net, const RpnTargetSpec& rpn,
+                                      const std::vector<ProposalSpec>& proposals);
+
+// The proposals of an RPN forward of n images: the rpn_proposals op queued on the model's device
+// into b, then brought to the host (waiting for it), one Proposals per image.
+void queue_proposals(MaskRcnn& net, MaskRcnnStepBuffers& b, const ProposalSpec& spec, const RpnOutputs& rpn, int n);
+std::vector<Proposals> fetch_proposals(const MaskRcnn& net, MaskRcnnStepBuffers& b, const ProposalSpec& spec, int n);
 
 // Forward and backward of n images x (host [n, in_h, in_w, in_c]) against their targets; `key`
 // numbers the batch's images for the sampling (image i draws with key + i). Adds the gradients;

@@ -139,7 +139,7 @@ EvalPartial MaskrcnnWorkload::evaluate() {
     for (int i = 0; i < n; ++i) s.idx[size_t(i)] = sl.begin + off + i;
     fill_detection_batch(s.eval, s.idx.data(), n, false, s.cfg.seed, 0, s.batch);
     const std::vector<ImageDetections> dets =
-        maskrcnn_infer_batch(*s.net, store, s.arena, s.infer_spec, s.batch.x.data(), n);
+        maskrcnn_infer_batch(*s.net, store, s.arena, s.buffers, s.infer_spec, s.batch.x.data(), n);
     for (int i = 0; i < n; ++i) {
       const int64_t image_id = s.eval.image_ids[size_t(s.idx[size_t(i)])];
       const ImageDetections& d = dets[size_t(i)];
@@ -254,9 +254,9 @@ std::unique_ptr<Workload> make_maskrcnn_workload(const WorkloadContext& ctx, con
   f.logged_params.push_back({keys::kMinImageSize, std::min(s.train.h, s.train.w), nullptr});
   f.logged_params.push_back({keys::kMaxImageSize, std::max(s.train.h, s.train.w), nullptr});
   arena_init_on(ctx.device, s.arena, maskrcnn_arena_bytes(*s.net));
-  s.buffers = make_step_buffers(*s.net);
+  s.buffers = make_step_buffers(*s.net, s.train_spec.rpn, {s.train_spec.proposals, s.infer_spec.proposals});
   f.activation_bytes = int64_t(maskrcnn_activation_bytes(*s.net) + s.buffers.device.bytes);
-  f.scratch_bytes = int64_t(s.arena.capacity);
+  f.scratch_bytes = int64_t(s.arena.capacity + s.buffers.rpn_arena.capacity);
   return w;
 }
 

@@ -25,9 +25,6 @@ namespace mlpd {
 
 namespace {
 
-// Both references' bbox_xform_clip: a size delta above it would make exp() overflow a float box.
-const double kSizeDeltaClip = std::log(1000.0 / 16.0);
-
 // Counter layout of the sampling: each key owns 2^20 counters, the first half for the positives
 // (foreground), the second for the negatives (background), so the two draws never share a number.
 constexpr uint64_t kKeyCounters = uint64_t(1) << 20;
@@ -161,17 +158,7 @@ void encode_box(const float* ref, const float* target, const BoxWeights& w, floa
 }
 
 void decode_box(const float* ref, const float* delta, const BoxWeights& w, float* box) {
-  const double wa = double(ref[2]) - ref[0], ha = double(ref[3]) - ref[1];
-  const double cax = ref[0] + 0.5 * wa, cay = ref[1] + 0.5 * ha;
-  const double dx = delta[0] / double(w.wx), dy = delta[1] / double(w.wy);
-  const double dw = std::min(delta[2] / double(w.ww), kSizeDeltaClip);
-  const double dh = std::min(delta[3] / double(w.wh), kSizeDeltaClip);
-  const double cx = cax + dx * wa, cy = cay + dy * ha;
-  const double bw = std::exp(dw) * wa, bh = std::exp(dh) * ha;
-  box[0] = static_cast<float>(cx - 0.5 * bw);
-  box[1] = static_cast<float>(cy - 0.5 * bh);
-  box[2] = static_cast<float>(cx + 0.5 * bw);
-  box[3] = static_cast<float>(cy + 0.5 * bh);
+  rcnn_decode_box(ref, delta, w.wx, w.wy, w.ww, w.wh, box);
 }
 
 // The same operations in the same order as the NMS kernel's (kernels/cpu/detection.cpp).
@@ -235,91 +222,36 @@ RpnSample sample_rpn_targets(const RpnTargetSpec& spec, const float* anchors, in
 
 double rpn_loss(const RpnSample& s, const float* objectness, const float* deltas, int num_anchors, float grad_scale,
                 float* dobjectness, float* ddeltas, double* cls, double* box) {
-  constexpr double kBeta = 1.0 / 9.0;
   const int n = static_cast<int>(s.index.size());
   MLPD_CHECK(s.positives >= 0 && s.positives <= n && s.deltas.size() == size_t(s.positives) * 4,
              "rpn_loss: inconsistent RpnSample");
-  std::fill(dobjectness, dobjectness + num_anchors, 0.0f);
-  std::fill(ddeltas, ddeltas + size_t(num_anchors) * 4, 0.0f);
-  double cls_sum = 0.0, box_sum = 0.0;
-  const double g = n > 0 ? double(grad_scale) / n : 0.0;
-  for (int k = 0; k < n; ++k) {
-    const int a = s.index[size_t(k)];
-    MLPD_CHECK(a >= 0 && a < num_anchors, "rpn_loss: sampled anchor out of range");
-    const double z = objectness[a], y = k < s.positives ? 1.0 : 0.0;
-    cls_sum += std::max(z, 0.0) - y * z + std::log1p(std::exp(-std::fabs(z)));
-    const double sig = z >= 0 ? 1.0 / (1.0 + std::exp(-z)) : std::exp(z) / (1.0 + std::exp(z));
-    dobjectness[a] += static_cast<float>((sig - y) * g);  // += : a repeated index counts twice, as in the loss
-    if (k < s.positives)
-      for (int j = 0; j < 4; ++j) {
-        const double x = double(deltas[size_t(a) * 4 + j]) - s.deltas[size_t(k) * 4 + j];
-        box_sum += smooth_l1(x, kBeta);
-        ddeltas[size_t(a) * 4 + j] += static_cast<float>(smooth_l1_grad(x, kBeta) * g);
-      }
-  }
-  const double c = n > 0 ? cls_sum / n : 0.0, b = n > 0 ? box_sum / n : 0.0;
-  if (cls) *cls = c;
-  if (box) *box = b;
-  return c + b;
+  const int32_t sample_first[2] = {0, n}, positive_first[2] = {0, s.positives};
+  Arena none;
+  return rpn_loss_batch(objectness, deltas, 1, num_anchors, s.index.data(), sample_first, positive_first,
+                        s.deltas.data(), grad_scale, dobjectness, ddeltas, cls, box, none);
 }
 
 Proposals make_proposals(const ProposalSpec& spec, const float* anchors, const float* objectness,
                          const float* deltas, int num_anchors, int img_h, int img_w) {
   MLPD_CHECK(num_anchors >= 0, "make_proposals: negative anchor count");
-  const int k = std::clamp(spec.pre_nms_topk, 0, num_anchors);
-  std::vector<int32_t> order(static_cast<size_t>(num_anchors));
-  std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-    return objectness[a] > objectness[b] || (objectness[a] == objectness[b] && a < b);
-  });
-  std::vector<float> boxes;
-  std::vector<float> scores;
-  boxes.reserve(size_t(k) * 4);
-  scores.reserve(size_t(k));
-  for (int r = 0; r < k; ++r) {
-    const int a = order[size_t(r)];
-    float b[4];
-    decode_box(anchors + size_t(a) * 4, deltas + size_t(a) * 4, kRpnBoxWeights, b);
-    clip_box(b, img_h, img_w);
-    if (b[2] - b[0] < spec.min_size || b[3] - b[1] < spec.min_size) continue;
-    boxes.insert(boxes.end(), b, b + 4);
-    scores.push_back(objectness[a]);
-  }
-  const std::vector<int32_t> keep =
-      nms_host(boxes.data(), static_cast<int>(scores.size()), spec.nms_iou, spec.post_nms_topk);
-  Proposals p;
-  p.boxes.reserve(keep.size() * 4);
-  p.scores.reserve(keep.size());
-  for (const int32_t i : keep) {
-    p.boxes.insert(p.boxes.end(), boxes.begin() + size_t(i) * 4, boxes.begin() + size_t(i) * 4 + 4);
-    p.scores.push_back(scores[size_t(i)]);
-  }
-  return p;
+  return make_level_proposals(spec, anchors, objectness, deltas, {0, num_anchors}, img_h, img_w);
 }
 
 Proposals make_level_proposals(const ProposalSpec& spec, const float* anchors, const float* objectness,
                                const float* deltas, const std::vector<int>& level_first, int img_h, int img_w) {
   MLPD_CHECK(level_first.size() >= 2 && level_first.front() == 0, "make_level_proposals: bad level bounds");
-  if (level_first.size() == 2)
-    return make_proposals(spec, anchors, objectness, deltas, level_first[1], img_h, img_w);
-  Proposals all;
-  for (size_t l = 0; l + 1 < level_first.size(); ++l) {
-    const int a = level_first[l], count = level_first[l + 1] - a;
-    MLPD_CHECK(count >= 0, "make_level_proposals: bad level bounds");
-    const Proposals p = make_proposals(spec, anchors + size_t(a) * 4, objectness + a, deltas + size_t(a) * 4, count,
-                                       img_h, img_w);
-    all.boxes.insert(all.boxes.end(), p.boxes.begin(), p.boxes.end());
-    all.scores.insert(all.scores.end(), p.scores.begin(), p.scores.end());
-  }
-  std::vector<int32_t> order(static_cast<size_t>(all.count()));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return all.scores[a] > all.scores[b]; });
-  order.resize(std::min(order.size(), size_t(std::max(spec.post_nms_topk, 0))));
+  const int levels = static_cast<int>(level_first.size()) - 1, A = level_first.back();
+  const std::vector<int32_t> first(level_first.begin(), level_first.end());
+  const int post = std::max(spec.post_nms_topk, 0);
+  Arena arena;
+  arena_init(arena, rpn_proposals_scratch_floats(1, A, levels, spec.pre_nms_topk, post) * sizeof(float));
+  std::vector<float> boxes(static_cast<size_t>(post) * 4), scores(static_cast<size_t>(post));
+  int32_t count = 0;
+  rpn_proposals(objectness, deltas, anchors, 1, A, first.data(), levels, img_h, img_w, spec.pre_nms_topk, post,
+                spec.nms_iou, spec.min_size, boxes.data(), scores.data(), &count, arena);
   Proposals p;
-  for (const int32_t i : order) {
-    p.boxes.insert(p.boxes.end(), all.boxes.begin() + size_t(i) * 4, all.boxes.begin() + size_t(i) * 4 + 4);
-    p.scores.push_back(all.scores[size_t(i)]);
-  }
+  p.boxes.assign(boxes.begin(), boxes.begin() + size_t(count) * 4);
+  p.scores.assign(scores.begin(), scores.begin() + count);
   return p;
 }
 
