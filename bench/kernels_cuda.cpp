@@ -1023,7 +1023,7 @@ Case rpn_proposals_case(int n, const std::vector<int>& level_anchors, int pre, i
     count->reset();
     r.run();
     std::vector<float> wb(boxes->host.size()), ws(scores->host.size());
-    std::vector<int32_t> wc(size_t(n));
+    std::vector<int32_t> wc(static_cast<size_t>(n));
     Arena ca = cpu_arena(C().rpn_proposals_scratch_floats(n, A, L, pre, post));
     C().rpn_proposals(obj->host.data(), del->host.data(), anchors->host.data(), n, A, first.data(), L, side, side, pre,
                       post, 0.7f, 0.0f, wb.data(), ws.data(), wc.data(), ca);
