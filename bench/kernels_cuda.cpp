@@ -1076,6 +1076,48 @@ Case rpn_loss_case(int n, int A, int per_image, const char* label) {
   return r;
 }
 
+// ---- Mask R-CNN: the box head's loss over the sampled RoIs ----
+Case box_loss_case(int n, int rows, int classes, const char* label) {
+  std::vector<int32_t> labels, row_first{0}, fg_first{0};
+  const std::vector<int32_t> u = randi(size_t(n) * rows, 84, classes - 1);
+  for (int i = 0; i < n; ++i) {
+    for (int r = 0; r < rows; ++r) labels.push_back(r < rows / 4 ? 1 + u[size_t(i) * rows + r] : 0);
+    row_first.push_back(static_cast<int32_t>(labels.size()));
+    fg_first.push_back(fg_first.back() + rows / 4);
+  }
+  const size_t R = size_t(n) * rows;
+  auto logits = on_gpu(randf(R * classes, 85, -4.0f, 4.0f)), deltas = on_gpu(randf(R * classes * 4, 86));
+  auto targets = on_gpu(randf(size_t(fg_first.back()) * 4, 87));
+  auto lab = on_gpu(std::vector<int32_t>(labels)), rf = on_gpu(std::vector<int32_t>(row_first)),
+       ff = on_gpu(std::vector<int32_t>(fg_first));
+  auto dcls = on_gpu(std::vector<float>(R * classes, 0.0f)), dbox = on_gpu(std::vector<float>(R * classes * 4, 0.0f));
+  auto arena = gpu_arena(G().rcnn_box_loss_scratch_floats(n));
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n%d x %d RoIs, %d classes %s", n, rows, classes, label);
+  Case r{"rcnn_box_loss", shape};
+  // The logits read and their gradient written, the deltas' gradient zeroed and the foreground's
+  // read; per logit an exp twice. It waits for the loss.
+  r.bytes = kF * (2.0 * R * classes + 4.0 * R * classes + 2.0 * R);
+  r.flops = 2.0 * 20.0 * double(R) * classes;
+  r.run = [=] {
+    G().rcnn_box_loss(logits->d(), deltas->d(), n, classes, lab->d(), rf->d(), ff->d(), targets->d(), 0.5f, dcls->d(),
+                      dbox->d(), nullptr, nullptr, *arena);
+  };
+  r.check = [=] {
+    const double got = G().rcnn_box_loss(logits->d(), deltas->d(), n, classes, lab->d(), rf->d(), ff->d(),
+                                         targets->d(), 0.5f, dcls->d(), dbox->d(), nullptr, nullptr, *arena);
+    std::vector<float> wc(dcls->host.size()), wb(dbox->host.size());
+    Arena ca = cpu_arena(C().rcnn_box_loss_scratch_floats(n));
+    const double want = C().rcnn_box_loss(logits->host.data(), deltas->host.data(), n, classes, labels.data(),
+                                          row_first.data(), fg_first.data(), targets->host.data(), 0.5f, wc.data(),
+                                          wb.data(), nullptr, nullptr, ca);
+    return size_t(std::fabs(got - want) > 1e-9 * std::fabs(want)) +
+           count_wrong("rcnn_box_loss dcls", dcls->download(), wc, 1e-6, 1e-9) +
+           count_wrong("rcnn_box_loss dbox", dbox->download(), wb, 1e-6, 1e-9);
+  };
+  return r;
+}
+
 // ---- SSD: priors, targets, loss, post-processing ----
 // Priors [P, 4] (cx, cy, w, h), normalized.
 std::vector<float> random_priors(int P, uint64_t stream) {
@@ -1365,6 +1407,8 @@ std::vector<Entry> all_entries() {
       [] { return rpn_proposals_case(2, {120000, 30000, 7500, 1875, 507}, 2000, 1000, 800.0f, "maskrcnn ref train"); });
   add("rpn_loss_batch", [] { return rpn_loss_case(16, 1296, 256, "maskrcnn mini"); });
   add("rpn_loss_batch", [] { return rpn_loss_case(2, 159882, 256, "maskrcnn ref"); });
+  add("rcnn_box_loss", [] { return box_loss_case(16, 64, 11, "maskrcnn mini"); });
+  add("rcnn_box_loss", [] { return box_loss_case(2, 512, 81, "maskrcnn ref"); });
   // SSD300 (8732 priors, 81 classes, up to 20 gts an image) and mini (846 priors, 11 classes, 1 to 4
   // items a scene), 32 images per GPU; the workload's IoU 0.5, variances 0.1 / 0.2 (ssd_config.h), 3
   // negatives per positive, and its eval's score threshold 0.05, NMS IoU 0.5, top 200, 200 / 100 dets.

@@ -1,6 +1,6 @@
 // The detection ops (ssd, maskrcnn) on the CPU: SSD target assignment, the fused multibox loss,
 // SSD post-processing (decode, softmax, per-class top-k and NMS, top detections), greedy NMS of
-// sorted boxes, and Mask R-CNN's RPN proposals and loss. RoIAlign is in roi_align.cpp.
+// sorted boxes, and Mask R-CNN's RPN proposals and loss and box-head loss. RoIAlign is in roi_align.cpp.
 //
 // Every decision (a match, a mined negative, a candidate's rank, a suppression) is taken on values
 // that the CUDA ops (kernels/cuda/detection.cu) compute bit for bit the same way:
@@ -498,6 +498,46 @@ double rpn_loss_batch(const float* objectness, const float* deltas, int n, int n
     }
     cls_total += count > 0 ? cls_sum / count : 0.0;
     box_total += count > 0 ? box_sum / count : 0.0;
+  }
+  if (cls) *cls = cls_total;
+  if (box) *box = box_total;
+  return cls_total + box_total;
+}
+
+size_t rcnn_box_loss_scratch_floats(int /*n*/) { return 0; }
+
+double rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, int classes, const int32_t* labels,
+                     const int32_t* row_first, const int32_t* fg_first, const float* target_deltas, float grad_scale,
+                     float* dcls, float* dbox, double* cls, double* box, Arena& /*arena*/) {
+  MLPD_CHECK(classes >= 2, "rcnn_box_loss: need a background and at least one class");
+  MLPD_CHECK((cls_logits == nullptr) == (dcls == nullptr), "rcnn_box_loss: logits and their gradient go together");
+  const int row = classes * 4;
+  double cls_total = 0.0, box_total = 0.0;
+  for (int img = 0; img < n; ++img) {
+    const int r0 = row_first[img], k = row_first[img + 1] - r0, fg = fg_first[img + 1] - fg_first[img];
+    MLPD_CHECK(k >= 0 && fg >= 0 && fg <= k, "rcnn_box_loss: inconsistent row bounds");
+    float* db = dbox + size_t(r0) * row;
+    std::fill(db, db + size_t(k) * row, 0.0f);
+    if (k == 0) continue;
+    if (cls_logits)
+      cls_total += softmax_xent(cls_logits + size_t(r0) * classes, labels + r0, k, classes, 0.0f, grad_scale / float(k),
+                                dcls + size_t(r0) * classes, nullptr) /
+                   k;
+    const double g = double(grad_scale) / k;
+    double sum = 0.0;
+    for (int i = 0; i < fg; ++i) {
+      const int label = labels[r0 + i];
+      MLPD_CHECK(label >= 1 && label < classes, "rcnn_box_loss: foreground label outside [1, classes)");
+      const size_t at = size_t(i) * row + size_t(label) * 4;
+      const float* t = target_deltas + (size_t(fg_first[img]) + i) * 4;
+      for (int j = 0; j < 4; ++j) {
+        const double x = double(box_deltas[size_t(r0) * row + at + j]) - t[j];
+        const double a = std::fabs(x);
+        sum += a < 1.0 ? 0.5 * x * x : a - 0.5;
+        db[at + j] = static_cast<float>((a < 1.0 ? x : (x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0))) * g);
+      }
+    }
+    box_total += sum / k;
   }
   if (cls) *cls = cls_total;
   if (box) *box = box_total;

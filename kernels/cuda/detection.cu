@@ -25,7 +25,11 @@
 //   post_nms_topk; a block per image selects and sorts the top post_nms_topk over its levels.
 // rpn_loss_batch: a block per image sums its samples' terms (a fixed tree) and writes their
 //   gradients into the zeroed buffers; one thread adds the images in order.
-// No atomics but shared-memory histogram counts (exact): every run gives the same bits.
+// rcnn_box_loss: a block per image, a thread per RoI (its softmax cross-entropy and gradient row,
+//   its class deltas' smooth-L1), the sums by a fixed tree; one thread adds the images in order.
+// No atomics but shared-memory histogram counts (exact) and rpn_loss_batch's gradient adds, one per
+// sampled anchor (two where an anchor is sampled twice, in either order the same sum): every run
+// gives the same bits.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -563,7 +567,8 @@ __device__ __forceinline__ Box4 decode_clip(const float* ref, const float* delta
                                             float img_w) {
   const double wa = __dsub_rn(double(ref[2]), double(ref[0])), ha = __dsub_rn(double(ref[3]), double(ref[1]));
   const double cax = __dadd_rn(double(ref[0]), 0.5 * wa), cay = __dadd_rn(double(ref[1]), 0.5 * ha);
-  const double dw = fmin(double(delta[2]), size_clip), dh = fmin(double(delta[3]), size_clip);
+  const double dw = size_clip < double(delta[2]) ? size_clip : double(delta[2]);  // std::min's rule (NaN kept)
+  const double dh = size_clip < double(delta[3]) ? size_clip : double(delta[3]);
   const double cx = __dadd_rn(cax, __dmul_rn(double(delta[0]), wa));
   const double cy = __dadd_rn(cay, __dmul_rn(double(delta[1]), ha));
   const double bw = __dmul_rn(exp(dw), wa), bh = __dmul_rn(exp(dh), ha);
@@ -669,6 +674,36 @@ __global__ void __launch_bounds__(kBlock)
   if (threadIdx.x == 0) count_out[img] = kk;
 }
 
+// Scratch of a loss summed per image: each image's two parts, the totals and an error flag (zeroed).
+struct ImageParts {
+  double *cls, *box, *totals;
+  int* bad;
+};
+size_t image_parts_floats(int n) {
+  const size_t N = size_t(n > 0 ? n : 0);
+  return 2 * floats_for_bytes(N * sizeof(double)) + floats_for_bytes(2 * sizeof(double)) + floats_for_bytes(sizeof(int));
+}
+ImageParts take_image_parts(Arena& arena, int n) {
+  ImageParts p{take<double>(arena, size_t(n)), take<double>(arena, size_t(n)), take<double>(arena, 2),
+               take<int>(arena, 1)};
+  CUDA_CHECK(cudaMemsetAsync(p.bad, 0, sizeof(int), stream()));
+  return p;
+}
+// The images' parts added in order and brought to the host (a wait); the op fails on a flagged input.
+double image_parts_result(const ImageParts& p, int n, const char* op, double* cls, double* box) {
+  image_parts_total_kernel<<<1, 1, 0, stream()>>>(n, p.cls, p.box, p.totals);
+  CUDA_CHECK_LAUNCH();
+  double host[2] = {0.0, 0.0};
+  int host_bad = 0;
+  CUDA_CHECK(cudaMemcpyAsync(host, p.totals, sizeof(host), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaMemcpyAsync(&host_bad, p.bad, sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  if (host_bad) fail(__FILE__, __LINE__, op, "an index or label out of range, or inconsistent bounds");
+  if (cls) *cls = host[0];
+  if (box) *box = host[1];
+  return host[0] + host[1];
+}
+
 struct ProposalLayout {
   int K, M, M2;  // candidates per level (at most), its sort size (a power of two), the final sort size
 };
@@ -727,9 +762,68 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// One block per image: its rows' cross-entropy (softmax_xent's arithmetic without label smoothing)
+// and gradient, its foreground's smooth-L1 (beta 1) into the zeroed dbox rows, the image's parts.
+__global__ void __launch_bounds__(kBlock)
+    box_loss_kernel(const float* __restrict__ cls_logits, const float* __restrict__ box_deltas, int C,
+                    const int32_t* __restrict__ labels, const int32_t* __restrict__ row_first,
+                    const int32_t* __restrict__ fg_first, const float* __restrict__ target_deltas, float grad_scale,
+                    float* __restrict__ dcls, float* __restrict__ dbox, double* __restrict__ img_cls,
+                    double* __restrict__ img_box, int* __restrict__ bad) {
+  const int img = int(blockIdx.x), row = C * 4;
+  const int r0 = row_first[img], k = row_first[img + 1] - r0;
+  const int t0 = fg_first[img], fg = fg_first[img + 1] - t0;
+  const bool consistent = k >= 0 && fg >= 0 && fg <= k;
+  const int rows = consistent ? k : 0;
+  float* db = dbox + size_t(r0) * row;
+  for (size_t e = threadIdx.x; e < size_t(rows) * row; e += kBlock) db[e] = 0.0f;
+  __syncthreads();
+  const float row_scale = rows > 0 ? grad_scale / float(rows) : 0.0f;  // the CPU's float division
+  const double g = rows > 0 ? double(grad_scale) / rows : 0.0;
+  double cls = 0.0, box = 0.0;
+  for (int r = int(threadIdx.x); r < rows; r += kBlock) {
+    const int label = labels[r0 + r];
+    if (label < 0 || label >= C || (r < fg && label < 1)) {
+      *bad = 1;
+      continue;
+    }
+    if (cls_logits) {
+      const float* z = cls_logits + size_t(r0 + r) * C;
+      int arg = 0;
+      for (int j = 1; j < C; ++j)
+        if (z[j] > z[arg]) arg = j;
+      const double zmax = z[arg];
+      double sum = 0.0;
+      for (int j = 0; j < C; ++j) sum += exp(double(z[j]) - zmax);
+      const double log_sum = log(sum) + zmax;
+      cls += log_sum - double(z[label]);
+      float* gz = dcls + size_t(r0 + r) * C;
+      for (int j = 0; j < C; ++j)
+        gz[j] = float((exp(double(z[j]) - log_sum) - (j == label ? 1.0 : 0.0)) * double(row_scale));
+    }
+    if (r < fg) {
+      const size_t at = size_t(r) * row + size_t(label) * 4;
+      const float* t = target_deltas + (size_t(t0) + r) * 4;
+      for (int j = 0; j < 4; ++j) {
+        const double x = double(box_deltas[size_t(r0) * row + at + j]) - double(t[j]);
+        const double a = fabs(x);
+        box += a < 1.0 ? 0.5 * x * x : a - 0.5;
+        db[at + j] = float((a < 1.0 ? x : (x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0))) * g);
+      }
+    }
+  }
+  cls = block_sum(cls);
+  box = block_sum(box);
+  if (threadIdx.x == 0) {
+    if (!consistent) *bad = 1;
+    img_cls[img] = rows > 0 ? cls / rows : 0.0;
+    img_box[img] = rows > 0 ? box / rows : 0.0;
+  }
+}
+
 // The images' parts added in image order, as the CPU does.
-__global__ void rpn_loss_total_kernel(int n, const double* __restrict__ img_cls, const double* __restrict__ img_box,
-                                      double* __restrict__ totals) {
+__global__ void image_parts_total_kernel(int n, const double* __restrict__ img_cls, const double* __restrict__ img_box,
+                                         double* __restrict__ totals) {
   double c = 0.0, b = 0.0;
   for (int i = 0; i < n; ++i) c += img_cls[i], b += img_box[i];
   totals[0] = c;
@@ -923,11 +1017,7 @@ void rpn_proposals(const float* objectness, const float* deltas, const float* an
   CUDA_CHECK_LAUNCH();
 }
 
-// The images' two parts [n] doubles each, the totals [2] and the error flag.
-size_t rpn_loss_scratch_floats(int n) {
-  const size_t N = size_t(n > 0 ? n : 0);
-  return 2 * floats_for_bytes(N * sizeof(double)) + floats_for_bytes(2 * sizeof(double)) + floats_for_bytes(sizeof(int));
-}
+size_t rpn_loss_scratch_floats(int n) { return image_parts_floats(n); }
 
 double rpn_loss_batch(const float* objectness, const float* deltas, int n, int num_anchors,
                       const int32_t* sample_index, const int32_t* sample_first, const int32_t* positive_first,
@@ -942,26 +1032,34 @@ double rpn_loss_batch(const float* objectness, const float* deltas, int n, int n
   CUDA_CHECK(cudaMemsetAsync(dobjectness, 0, NA * sizeof(float), stream()));
   CUDA_CHECK(cudaMemsetAsync(ddeltas, 0, NA * 4 * sizeof(float), stream()));
   ArenaScope scope(arena);
-  double* img_cls = take<double>(arena, size_t(n));
-  double* img_box = take<double>(arena, size_t(n));
-  double* totals = take<double>(arena, 2);
-  int* bad = take<int>(arena, 1);
-  CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream()));
+  const ImageParts parts = take_image_parts(arena, n);
   rpn_loss_kernel<<<unsigned(n), kBlock, 0, stream()>>>(objectness, deltas, num_anchors, sample_index, sample_first,
                                                         positive_first, target_deltas, grad_scale, dobjectness,
-                                                        ddeltas, img_cls, img_box, bad);
+                                                        ddeltas, parts.cls, parts.box, parts.bad);
   CUDA_CHECK_LAUNCH();
-  rpn_loss_total_kernel<<<1, 1, 0, stream()>>>(n, img_cls, img_box, totals);
+  return image_parts_result(parts, n, "rpn_loss_batch", cls, box);
+}
+
+size_t rcnn_box_loss_scratch_floats(int n) { return image_parts_floats(n); }
+
+double rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, int classes, const int32_t* labels,
+                     const int32_t* row_first, const int32_t* fg_first, const float* target_deltas, float grad_scale,
+                     float* dcls, float* dbox, double* cls, double* box, Arena& arena) {
+  if (classes < 2) fail(__FILE__, __LINE__, "rcnn_box_loss", "need a background and at least one class");
+  if ((cls_logits == nullptr) != (dcls == nullptr))
+    fail(__FILE__, __LINE__, "rcnn_box_loss", "logits and their gradient go together");
+  if (n <= 0) {
+    if (cls) *cls = 0.0;
+    if (box) *box = 0.0;
+    return 0.0;
+  }
+  ArenaScope scope(arena);
+  const ImageParts parts = take_image_parts(arena, n);
+  box_loss_kernel<<<unsigned(n), kBlock, 0, stream()>>>(cls_logits, box_deltas, classes, labels, row_first, fg_first,
+                                                        target_deltas, grad_scale, dcls, dbox, parts.cls, parts.box,
+                                                        parts.bad);
   CUDA_CHECK_LAUNCH();
-  double host[2] = {0.0, 0.0};
-  int host_bad = 0;
-  CUDA_CHECK(cudaMemcpyAsync(host, totals, sizeof(host), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaMemcpyAsync(&host_bad, bad, sizeof(int), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaStreamSynchronize(stream()));
-  if (host_bad) fail(__FILE__, __LINE__, "rpn_loss_batch", "a sampled anchor out of range or inconsistent bounds");
-  if (cls) *cls = host[0];
-  if (box) *box = host[1];
-  return host[0] + host[1];
+  return image_parts_result(parts, n, "rcnn_box_loss", cls, box);
 }
 
 }  // namespace mlpd::cuda

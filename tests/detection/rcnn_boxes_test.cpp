@@ -487,6 +487,53 @@ TEST(RcnnRpnBatch, LossOfABatchIsTheSumOfEachImagesOwn) {
                                   nullptr, none));
 }
 
+TEST(RcnnBoxLossBatch, LossOfABatchIsEachImagesCrossEntropyAndBoxLoss) {
+  constexpr int C = 4, n = 3;
+  std::vector<RoiSample> samples(n);
+  samples[0] = sample_roi_scene(RoiSampleSpec{});  // 6 foreground, 2 background
+  samples[2] = samples[0];
+  samples[2].foreground = 0;  // background only
+  samples[2].deltas.clear();
+  std::fill(samples[2].labels.begin(), samples[2].labels.end(), 0);  // (samples[1]: no RoI at all)
+  std::vector<int32_t> labels, row_first{0}, fg_first{0};
+  std::vector<float> targets;
+  for (const RoiSample& s : samples) {
+    labels.insert(labels.end(), s.labels.begin(), s.labels.end());
+    targets.insert(targets.end(), s.deltas.begin(), s.deltas.end());
+    row_first.push_back(static_cast<int32_t>(labels.size()));
+    fg_first.push_back(fg_first.back() + s.foreground);
+  }
+  const int R = row_first.back();
+  const std::vector<float> logits = test::random_vec(size_t(R) * C, 21, -3, 3);
+  const std::vector<float> deltas = test::random_vec(size_t(R) * C * 4, 22, -2, 2);
+  std::vector<float> dcls(size_t(R) * C, 9.0f), dbox(size_t(R) * C * 4, 9.0f);  // overwritten whole
+  double cls = -1, box = -1;
+  Arena none;
+  const double total = rcnn_box_loss(logits.data(), deltas.data(), n, C, labels.data(), row_first.data(),
+                                     fg_first.data(), targets.data(), 0.5f, dcls.data(), dbox.data(), &cls, &box, none);
+  double cls_sum = 0, box_sum = 0;
+  for (int i = 0; i < n; ++i) {
+    const RoiSample& s = samples[size_t(i)];
+    const int r0 = row_first[size_t(i)], k = s.count();
+    if (k == 0) continue;
+    std::vector<float> gc(static_cast<size_t>(k) * C), gb(static_cast<size_t>(k) * C * 4);
+    cls_sum += softmax_xent(logits.data() + size_t(r0) * C, s.labels.data(), k, C, 0.0f, 0.5f / float(k), gc.data(),
+                            nullptr) /
+               k;
+    box_sum += roi_box_loss(s, deltas.data() + size_t(r0) * C * 4, C, 0.5f, gb.data());
+    EXPECT_EQ(std::vector<float>(dcls.begin() + r0 * C, dcls.begin() + (r0 + k) * C), gc) << "image " << i;
+    EXPECT_EQ(std::vector<float>(dbox.begin() + r0 * C * 4, dbox.begin() + (r0 + k) * C * 4), gb) << "image " << i;
+  }
+  EXPECT_EQ(cls, cls_sum);
+  EXPECT_EQ(box, box_sum);
+  EXPECT_EQ(total, cls_sum + box_sum);
+  EXPECT_GT(cls, 0.0);
+  EXPECT_GT(box, 0.0);
+  labels[0] = 0;  // a foreground RoI labelled background
+  EXPECT_ANY_THROW(rcnn_box_loss(logits.data(), deltas.data(), n, C, labels.data(), row_first.data(), fg_first.data(),
+                                 targets.data(), 0.5f, dcls.data(), dbox.data(), nullptr, nullptr, none));
+}
+
 // ---- RoI sampling and the box loss
 
 TEST(RcnnRoiSample, GtAppendedLabelsMatchedDeltasConsistent) {

@@ -373,6 +373,14 @@ RpnInputs rpn_inputs(const RpnCase& k) {
   }
   in.objectness = random_floats(size_t(k.n) * in.A, 901, -6.0f, 6.0f);
   for (size_t e = 17; e < in.objectness.size(); e += 17) in.objectness[e] = in.objectness[e - 1];
+  // Each level's best anchor's score given to the next level's first anchor: a tie across levels,
+  // which the merge breaks by the lower level.
+  for (int i = 0; i < k.n; ++i)
+    for (size_t l = 1; l + 1 < in.level_first.size(); ++l) {
+      float* obj = in.objectness.data() + size_t(i) * in.A;
+      const float best = *std::max_element(obj + in.level_first[l - 1], obj + in.level_first[l]);
+      obj[in.level_first[l]] = best;
+    }
   in.deltas = random_floats(size_t(k.n) * in.A * 4, 902, -0.4f, 0.4f);
   return in;
 }
@@ -406,6 +414,7 @@ TEST_P(RpnProposalsGpu, MatchesCpu) {
   EXPECT_TRUE(all_close("rpn_proposals boxes", rb[0], boxes, 1e-6, 1e-5));
   EXPECT_TRUE(same_bits("rpn_proposals boxes, rerun", rb[1], rb[0]));
   EXPECT_TRUE(same_values("rpn_proposals count, rerun", rn[1], rn[0]));
+  EXPECT_TRUE(same_bits("rpn_proposals scores, rerun", rs[1], rs[0]));
   int total = 0;
   for (int32_t c : count) total += c;
   EXPECT_GT(total, 0) << "the case proposes something";
@@ -432,6 +441,7 @@ TEST_P(RpnLossGpu, MatchesCpu) {
   for (int i = 0; i < k.n; ++i) {
     const int count = i + 1 == k.n ? 0 : std::min(256, in.A), stride = std::max(1, in.A / std::max(count, 1));
     for (int s = 0; s < count; ++s) index.push_back((s * stride + i) % in.A);
+    if (count > 3) index.back() = index[index.size() - 2];  // one anchor sampled twice: its gradient adds twice
     sample_first.push_back(static_cast<int32_t>(index.size()));
     positive_first.push_back(positive_first.back() + count / 3);
   }
@@ -464,6 +474,7 @@ TEST_P(RpnLossGpu, MatchesCpu) {
   EXPECT_TRUE(all_close("rpn_loss_batch dobjectness", rdobj[0], dobj, 1e-6, 1e-9));
   EXPECT_TRUE(all_close("rpn_loss_batch ddeltas", rddel[0], ddel, 1e-6, 1e-9));
   EXPECT_TRUE(same_bits("rpn_loss_batch dobjectness, rerun", rdobj[1], rdobj[0]));
+  EXPECT_TRUE(same_bits("rpn_loss_batch ddeltas, rerun", rddel[1], rddel[0]));
   EXPECT_GT(cls, 0.0);
   EXPECT_GT(box, 0.0);
 }
@@ -473,6 +484,74 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RpnLossGpu,
                                            RpnCase{2, {40000, 10000, 2500, 625, 169}, 0, 0, 0.0f}),
                          [](const ::testing::TestParamInfo<RpnCase>& i) {
                            return cat("n", i.param.n, "_a", i.param.level_cells.front() * 3);
+                         });
+
+struct BoxLossCase {
+  int n, rows, classes;
+  bool box_only;
+};
+void PrintTo(const BoxLossCase& c, std::ostream* os) {
+  *os << cat("n=", c.n, " rows=", c.rows, " classes=", c.classes, " box_only=", c.box_only);
+}
+
+class RcnnBoxLossGpu : public GpuTestWithParam<BoxLossCase> {};
+
+TEST_P(RcnnBoxLossGpu, MatchesCpu) {
+  const BoxLossCase k = GetParam();
+  // Image i has rows - i RoIs (the last none), a quarter of them foreground with labels 1..C-1.
+  std::vector<int32_t> labels, row_first{0}, fg_first{0};
+  const auto u = random_indices(size_t(k.n) * k.rows, 904, k.classes - 1);
+  for (int i = 0; i < k.n; ++i) {
+    const int rows = i + 1 == k.n ? 0 : k.rows - i, fg = rows / 4;
+    for (int r = 0; r < rows; ++r) labels.push_back(r < fg ? 1 + u[size_t(i) * k.rows + r] : (r % 5 == 0 ? 0 : u[r]));
+    row_first.push_back(static_cast<int32_t>(labels.size()));
+    fg_first.push_back(fg_first.back() + fg);
+  }
+  const int R = row_first.back(), C = k.classes;
+  const auto logits = random_floats(size_t(R) * C, 905, -5.0f, 5.0f);
+  const auto deltas = random_floats(size_t(R) * C * 4, 906, -2.0f, 2.0f);
+  const auto targets = random_floats(size_t(fg_first.back()) * 4 + 4, 907, -2.0f, 2.0f);
+  std::vector<float> dcls(size_t(R) * C, kJunk), dbox(size_t(R) * C * 4, kJunk);
+  double cls = 0, box = 0;
+  Arena ca = cpu_scratch(cpu().rcnn_box_loss_scratch_floats(k.n));
+  const double loss = cpu().rcnn_box_loss(k.box_only ? nullptr : logits.data(), deltas.data(), k.n, C, labels.data(),
+                                          row_first.data(), fg_first.data(), targets.data(), 0.25f,
+                                          k.box_only ? nullptr : dcls.data(), dbox.data(), &cls, &box, ca);
+  const DeviceBuffer<float> glogits(logits), gdeltas(deltas), gtargets(targets);
+  const DeviceBuffer<int32_t> glabels(labels), grf(row_first), gff(fg_first);
+  Arena ga = gpu_scratch(gpu().rcnn_box_loss_scratch_floats(k.n));
+  std::vector<float> rdcls[2], rdbox[2];
+  double rloss[2] = {0, 0};
+  for (int r = 0; r < 2; ++r) {
+    DeviceBuffer<float> gdcls(std::vector<float>(dcls.size(), kJunk)), gdbox(std::vector<float>(dbox.size(), kJunk));
+    double gcls = 0, gbox = 0;
+    rloss[r] = gpu().rcnn_box_loss(k.box_only ? nullptr : glogits.get(), gdeltas.get(), k.n, C, glabels.get(),
+                                   grf.get(), gff.get(), gtargets.get(), 0.25f, k.box_only ? nullptr : gdcls.get(),
+                                   gdbox.get(), &gcls, &gbox, ga);
+    EXPECT_TRUE(scalar_close("rcnn_box_loss cls", gcls, cls, 1e-9, 1e-12));
+    EXPECT_TRUE(scalar_close("rcnn_box_loss box", gbox, box, 1e-9, 1e-12));
+    rdcls[r] = gdcls.download();
+    rdbox[r] = gdbox.download();
+  }
+  EXPECT_TRUE(scalar_close("rcnn_box_loss total", rloss[0], loss, 1e-9, 1e-12));
+  EXPECT_EQ(rloss[1], rloss[0]) << "a rerun gives the same bits";
+  EXPECT_TRUE(all_close("rcnn_box_loss dcls", rdcls[0], dcls, 1e-6, 1e-9));
+  EXPECT_TRUE(all_close("rcnn_box_loss dbox", rdbox[0], dbox, 1e-6, 1e-9));
+  EXPECT_TRUE(same_bits("rcnn_box_loss dcls, rerun", rdcls[1], rdcls[0]));
+  EXPECT_TRUE(same_bits("rcnn_box_loss dbox, rerun", rdbox[1], rdbox[0]));
+  EXPECT_GT(box, 0.0);
+  if (!k.box_only) {
+    EXPECT_GT(cls, 0.0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RcnnBoxLossGpu,
+                         ::testing::Values(BoxLossCase{16, 64, 11, false},   // maskrcnn_mini: 64 RoIs per image
+                                           BoxLossCase{2, 512, 81, false},   // R-50-FPN: 512 per image, COCO
+                                           BoxLossCase{3, 300, 81, true}),   // the box part alone
+                         [](const ::testing::TestParamInfo<BoxLossCase>& i) {
+                           return cat("n", i.param.n, "_r", i.param.rows, "_c", i.param.classes,
+                                      i.param.box_only ? "_box_only" : "");
                          });
 
 // ================================ RoIAlign ================================

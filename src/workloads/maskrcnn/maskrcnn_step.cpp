@@ -45,19 +45,20 @@ MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net, const RpnTargetSpec& 
   const int levels = static_cast<int>(first.size()) - 1;
   b.anchors = b.device.floats(anchors.size());
   copy_to_device(sp.device, b.anchors, anchors.data(), sizeof(float) * anchors.size());
-  size_t scratch = o.rpn_loss_scratch_floats(int(mb));
+  size_t scratch = std::max(o.rpn_loss_scratch_floats(int(mb)), o.rcnn_box_loss_scratch_floats(int(mb)));
   for (const ProposalSpec& p : proposals) {
     b.max_proposals = std::max(b.max_proposals, p.post_nms_topk);
     scratch = std::max(scratch, o.rpn_proposals_scratch_floats(int(mb), int(A), levels, p.pre_nms_topk,
                                                                std::max(p.post_nms_topk, 0)));
   }
-  arena_init_on(sp.device, b.rpn_arena, scratch * sizeof(float) + 4096);
+  arena_init_on(sp.device, b.ops_arena, scratch * sizeof(float) + 4096);
   const size_t P = size_t(b.max_proposals);
   b.proposal_boxes = b.device.floats(mb * P * 4);
   b.proposal_scores = b.device.floats(mb * P);
   b.proposal_count = reinterpret_cast<int32_t*>(b.device.floats(mb));
   b.max_rpn_samples = std::max(rpn.batch, 0);
   b.rpn_samples = reinterpret_cast<int32_t*>(b.device.floats(2 * (mb + 1) + mb * size_t(b.max_rpn_samples) * 5));
+  b.roi_samples = reinterpret_cast<int32_t*>(b.device.floats(2 * (mb + 1) + size_t(sp.max_rois) * 5));
   return b;
 }
 
@@ -70,7 +71,7 @@ void queue_proposals(MaskRcnn& net, MaskRcnnStepBuffers& b, const ProposalSpec& 
   ops_for(dev).rpn_proposals(rpn.objectness, rpn.deltas, b.anchors, n, A, b.level_first.data(),
                              static_cast<int>(b.level_first.size()) - 1, sp.in_h, sp.in_w, spec.pre_nms_topk, post,
                              spec.nms_iou, spec.min_size, b.proposal_boxes, b.proposal_scores, b.proposal_count,
-                             b.rpn_arena);
+                             b.ops_arena);
 }
 
 std::vector<Proposals> fetch_proposals(const MaskRcnn& net, MaskRcnnStepBuffers& b, const ProposalSpec& spec, int n) {
@@ -130,7 +131,7 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
   const int32_t* dev_samples = b.rpn_samples;
   o.rpn_loss_batch(rpn.objectness, rpn.deltas, n, AN, dev_samples + 2 * (n + 1), dev_samples, dev_samples + (n + 1),
                    reinterpret_cast<const float*>(dev_samples + at_targets), grad_scale, b.dobjectness, b.drpn_deltas,
-                   &L.rpn_objectness, &L.rpn_box, b.rpn_arena);
+                   &L.rpn_objectness, &L.rpn_box, b.ops_arena);
 
   // The heads' RoIs sampled from the proposals.
   const std::vector<Proposals> proposals = fetch_proposals(net, b, spec.proposals, n);
@@ -146,30 +147,30 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
   const int R = static_cast<int>(b.rois.size() / 5);
   MLPD_CHECK(R <= sp.max_rois, "maskrcnn: more sampled RoIs than the model's max_rois");
 
-  // Box head.
+  // Box head; its loss on the device from each image's RoI labels and foreground targets, sent in
+  // one copy (row bounds, foreground bounds, labels, targets' bits).
   MaskRcnnGrads g{nullptr, nullptr, nullptr, nullptr, nullptr};
   if (R > 0) {
     const BoxHeadOutputs bo = maskrcnn_box_forward(net, store, arena, b.rois.data(), R);
-    b.cls.resize(size_t(R) * C);
-    b.box.resize(size_t(R) * C * 4);
-    copy_to_host(dev, b.cls.data(), bo.cls_logits, sizeof(float) * b.cls.size());
-    copy_to_host(dev, b.box.data(), bo.deltas, sizeof(float) * b.box.size());
-    b.h_dcls.assign(b.cls.size(), 0.0f);
-    b.h_dbox.assign(b.box.size(), 0.0f);
-    int row = 0;
+    std::vector<int32_t>& hr = b.h_roi_samples;
+    hr.assign(2 * size_t(n + 1), 0);
+    std::vector<float> roi_targets;
     for (int i = 0; i < n; ++i) {
       const RoiSample& s = samples[size_t(i)];
-      const int k = s.count();
-      if (k == 0) continue;
-      L.classifier += softmax_xent(b.cls.data() + size_t(row) * C, s.labels.data(), k, C, 0.0f, grad_scale / float(k),
-                                   b.h_dcls.data() + size_t(row) * C, nullptr) /
-                      k;
-      L.box += roi_box_loss(s, b.box.data() + size_t(row) * C * 4, C, grad_scale, b.h_dbox.data() + size_t(row) * C * 4);
-      row += k;
+      hr.insert(hr.end(), s.labels.begin(), s.labels.end());
+      hr[size_t(i) + 1] = hr[size_t(i)] + s.count();
+      hr[size_t(n + 1) + size_t(i) + 1] = hr[size_t(n + 1) + size_t(i)] + s.foreground;
+      roi_targets.insert(roi_targets.end(), s.deltas.begin(), s.deltas.end());
     }
+    const size_t at = hr.size();
+    hr.resize(at + roi_targets.size());
+    std::memcpy(hr.data() + at, roi_targets.data(), sizeof(float) * roi_targets.size());
+    copy_to_device(dev, b.roi_samples, hr.data(), sizeof(int32_t) * hr.size());
+    const int32_t* d = b.roi_samples;
+    o.rcnn_box_loss(bo.cls_logits, bo.deltas, n, C, d + 2 * (n + 1), d, d + (n + 1),
+                    reinterpret_cast<const float*>(d + at), grad_scale, b.dcls, b.dbox, &L.classifier, &L.box,
+                    b.ops_arena);
     L.rois = R;
-    copy_to_device(dev, b.dcls, b.h_dcls.data(), sizeof(float) * b.h_dcls.size());
-    copy_to_device(dev, b.dbox, b.h_dbox.data(), sizeof(float) * b.h_dbox.size());
     g.cls_logits = b.dcls;
     g.box_deltas = b.dbox;
   }

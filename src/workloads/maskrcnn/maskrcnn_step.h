@@ -47,19 +47,19 @@ struct MaskRcnnLosses {
 struct MaskRcnnStepBuffers {
   DeviceBuffers device;
   float *dobjectness = nullptr, *drpn_deltas = nullptr, *dcls = nullptr, *dbox = nullptr, *dmask = nullptr;
-  // The RPN's proposals and loss run on the device (the rpn_proposals and rpn_loss_batch ops): the
-  // anchors and the level bounds of one image, the ops' scratch, the proposals of a forward (boxes,
-  // scores, counts) and the sampled anchors the host sends (rpn_samples: sample_first [n + 1],
-  // positive_first [n + 1], the anchors, then their targets' bits [positives, 4]).
+  // The RPN's proposals and loss and the box head's loss run on the device (the rpn_proposals,
+  // rpn_loss_batch and rcnn_box_loss ops): the anchors and the level bounds of one image, the ops'
+  // scratch, the proposals of a forward (boxes, scores, counts), the sampled anchors the host sends
+  // (rpn_samples: sample_first [n + 1], positive_first [n + 1], the anchors, then their targets'
+  // bits [positives, 4]) and the sampled RoIs' (roi_samples: row_first [n + 1], fg_first [n + 1],
+  // the labels, then the foreground's targets' bits [foreground, 4]).
   float* anchors = nullptr;
   std::vector<int32_t> level_first;
-  Arena rpn_arena;
+  Arena ops_arena;
   int max_proposals = 0, max_rpn_samples = 0;  // per image
   float *proposal_boxes = nullptr, *proposal_scores = nullptr;
-  int32_t *proposal_count = nullptr, *rpn_samples = nullptr;
-  std::vector<int32_t> h_proposal_count, h_rpn_samples;
-  std::vector<float> cls, box;      // host copies of the box head's outputs
-  std::vector<float> h_dcls, h_dbox;  // and their gradients
+  int32_t *proposal_count = nullptr, *rpn_samples = nullptr, *roi_samples = nullptr;
+  std::vector<int32_t> h_proposal_count, h_rpn_samples, h_roi_samples;
   // The mask loss runs on the device: the host sends each mask row's targets and where its label's
   // logits lie in [rows, M*M, classes] (mask_index); the device picks those out (mask_logit), takes
   // their loss and gradient (dmask_logit) and puts that back into dmask, zero elsewhere.

@@ -256,7 +256,7 @@ std::unique_ptr<Workload> make_maskrcnn_workload(const WorkloadContext& ctx, con
   arena_init_on(ctx.device, s.arena, maskrcnn_arena_bytes(*s.net));
   s.buffers = make_step_buffers(*s.net, s.train_spec.rpn, {s.train_spec.proposals, s.infer_spec.proposals});
   f.activation_bytes = int64_t(maskrcnn_activation_bytes(*s.net) + s.buffers.device.bytes);
-  f.scratch_bytes = int64_t(s.arena.capacity + s.buffers.rpn_arena.capacity);
+  f.scratch_bytes = int64_t(s.arena.capacity + s.buffers.ops_arena.capacity);
   return w;
 }
 

@@ -68,15 +68,6 @@ Match best_match(const float* box, const float* gt_boxes, int num_gt) {
   return m;
 }
 
-double smooth_l1(double x, double beta) {
-  const double a = std::fabs(x);
-  return a < beta ? 0.5 * x * x / beta : a - 0.5 * beta;
-}
-double smooth_l1_grad(double x, double beta) {
-  if (std::fabs(x) < beta) return x / beta;
-  return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
-}
-
 // Greedy NMS of boxes [n, 4] sorted by descending score, with the CPU kernel (the device's op takes
 // device pointers, and these few hundred boxes are on the host): the kept positions, in order.
 std::vector<int32_t> nms_host(const float* boxes, int n, float iou_threshold, int max_keep) {
@@ -299,25 +290,12 @@ RoiSample sample_rois(const RoiSampleSpec& spec, const Proposals& proposals, con
 
 double roi_box_loss(const RoiSample& s, const float* box_deltas, int classes, float grad_scale,
                     float* dbox_deltas) {
-  MLPD_CHECK(classes >= 2, "roi_box_loss: need a background and at least one class");
-  const int n = s.count(), row = classes * 4;
-  MLPD_CHECK(s.foreground >= 0 && s.foreground <= n && s.deltas.size() == size_t(s.foreground) * 4,
+  MLPD_CHECK(s.foreground >= 0 && s.foreground <= s.count() && s.deltas.size() == size_t(s.foreground) * 4,
              "roi_box_loss: inconsistent RoiSample");
-  std::fill(dbox_deltas, dbox_deltas + size_t(n) * row, 0.0f);
-  if (n == 0) return 0.0;
-  const double g = double(grad_scale) / n;
-  double sum = 0.0;
-  for (int i = 0; i < s.foreground; ++i) {
-    const int k = s.labels[size_t(i)];
-    MLPD_CHECK(k >= 1 && k < classes, "roi_box_loss: foreground label outside [1, classes)");
-    const size_t at = size_t(i) * row + size_t(k) * 4;
-    for (int j = 0; j < 4; ++j) {
-      const double x = double(box_deltas[at + j]) - s.deltas[size_t(i) * 4 + j];
-      sum += smooth_l1(x, 1.0);
-      dbox_deltas[at + j] = static_cast<float>(smooth_l1_grad(x, 1.0) * g);
-    }
-  }
-  return sum / n;
+  const int32_t row_first[2] = {0, s.count()}, fg_first[2] = {0, s.foreground};
+  Arena none;
+  return rcnn_box_loss(nullptr, box_deltas, 1, classes, s.labels.data(), row_first, fg_first, s.deltas.data(),
+                       grad_scale, nullptr, dbox_deltas, nullptr, nullptr, none);
 }
 
 std::vector<float> mask_targets(const RoiSample& s, const std::vector<const uint8_t*>& masks, int img_h, int img_w,

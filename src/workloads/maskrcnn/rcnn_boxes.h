@@ -3,11 +3,11 @@
 // proposals, the sampling of RoIs for the box and mask heads, the mask targets, and the
 // post-processing of the box head into detections with pasted masks. Everything works on one image
 // at a time, in pixels, boxes as (x1, y1, x2, y2) floats, widths x2 - x1 (torchvision's convention;
-// maskrcnn-benchmark's legacy "+1" is not kept). The sampling of anchors and RoIs and the box
-// head's targets and loss run here, on the host, and only their outputs (sampled indices, targets,
-// RoIs) travel to the device; the RPN's loss and its proposals, which read every anchor's outputs,
-// are device ops (rpn_loss_batch, rpn_proposals in kernels/op_signatures.inc) and rpn_loss,
-// make_proposals and make_level_proposals below run their CPU kernels on one image.
+// maskrcnn-benchmark's legacy "+1" is not kept). The sampling of anchors and RoIs and their targets
+// run here, on the host, and only their outputs (sampled indices, labels, targets, RoIs) travel to
+// the device; the losses and the proposals, which read the networks' outputs, are device ops
+// (rpn_loss_batch, rpn_proposals, rcnn_box_loss in kernels/op_signatures.inc), and rpn_loss,
+// make_proposals, make_level_proposals and roi_box_loss below run their CPU kernels on one image.
 #pragma once
 #include <cstdint>
 #include <vector>
