@@ -4,7 +4,6 @@
 #include <string>
 
 #include "core/check.h"
-#include "core/fpu.h"
 
 namespace mlpd {
 
@@ -32,73 +31,34 @@ void BatchPrefetcher::start(const ImageSplit* data, const AugmentSpec& aug, uint
     y_[s].assign(max_batch, 0);
     idx_[s].assign(max_batch, 0);
   }
-  stopping_ = pending_ = job_ = ready_ = false;
   slot_ = 0;
-  error_ = nullptr;
-  thread_ = std::thread([this] { run(); });
+  started_ = true;
 }
 
 void BatchPrefetcher::request(int epoch, const int64_t* indices, int n) {
-  MLPD_CHECK(thread_.joinable(), "BatchPrefetcher::request before start");
+  MLPD_CHECK(started_, "BatchPrefetcher::request before start");
   MLPD_CHECK(n >= 0 && n <= max_batch_,
              "BatchPrefetcher::request: batch of " + std::to_string(n) + " exceeds max " + std::to_string(max_batch_));
-  std::lock_guard<std::mutex> lock(mu_);
-  MLPD_CHECK(!pending_, "BatchPrefetcher::request while another request is outstanding (call wait first)");
-  std::copy(indices, indices + n, idx_[slot_].begin());
-  epoch_ = epoch;
+  MLPD_CHECK(!job_.pending(), "BatchPrefetcher::request while another request is outstanding (call wait first)");
+  const int s = slot_;
+  std::copy(indices, indices + n, idx_[s].begin());
   n_ = n;
-  pending_ = job_ = true;
-  ready_ = false;
-  cv_.notify_all();
+  job_.submit([this, s, epoch, n] {
+    fill_image_batch(*data_, idx_[s].data(), n, aug_, seed_, epoch, images_[s], y_[s].data());
+  });
 }
 
 PrefetchedBatch BatchPrefetcher::wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  MLPD_CHECK(pending_, "BatchPrefetcher::wait without a request");
-  cv_.wait(lock, [this] { return ready_; });
-  pending_ = false;
-  ready_ = false;
+  MLPD_CHECK(job_.pending(), "BatchPrefetcher::wait without a request");
   const int s = slot_;
   slot_ ^= 1;  // the next request fills the other buffer while the caller uses this one
-  if (error_) {
-    std::exception_ptr e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
-  }
+  job_.wait();  // rethrows a fill error
   return PrefetchedBatch{images_[s], y_[s].data(), n_};
 }
 
 void BatchPrefetcher::stop() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-  pending_ = job_ = ready_ = false;
-}
-
-void BatchPrefetcher::run() {
-  enable_flush_denormals();
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [this] { return stopping_ || job_; });
-    if (stopping_) return;
-    job_ = false;
-    const int s = slot_, epoch = epoch_, n = n_;
-    lock.unlock();
-    std::exception_ptr err;
-    try {
-      fill_image_batch(*data_, idx_[s].data(), n, aug_, seed_, epoch, images_[s], y_[s].data());
-    } catch (...) {
-      err = std::current_exception();
-    }
-    lock.lock();
-    error_ = err;
-    ready_ = true;
-    cv_.notify_all();
-  }
+  job_.stop();
+  started_ = false;
 }
 
 }  // namespace mlpd

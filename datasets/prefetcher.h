@@ -1,5 +1,5 @@
-// Double-buffered batch preparation: a background thread fills the next batch (normalise,
-// augment: fill_image_batch) while the caller trains on the current one.
+// Double-buffered batch preparation: a background thread (BackgroundJob) fills the next batch
+// (normalise, augment: fill_image_batch) while the caller trains on the current one.
 //
 //   BatchPrefetcher pf;
 //   pf.start(&train, aug, seed, max_batch);
@@ -13,14 +13,11 @@
 // At most one request is outstanding: request() and wait() alternate. The pointers wait() returns
 // stay valid until the next wait() (the next request fills the other buffer).
 #pragma once
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "core/tensor.h"
+#include "datasets/background_job.h"
 #include "datasets/image_dataset.h"
 
 namespace mlpd {
@@ -54,8 +51,6 @@ class BatchPrefetcher {
   void stop();
 
  private:
-  void run();
-
   const ImageSplit* data_ = nullptr;
   AugmentSpec aug_{};
   uint64_t seed_ = 0;
@@ -68,17 +63,10 @@ class BatchPrefetcher {
   std::vector<int32_t> y_[2];
   std::vector<int64_t> idx_[2];
 
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool pending_ = false;  // a request not yet returned by wait()
-  bool job_ = false;      // the thread has work to pick up
-  bool ready_ = false;    // the pending batch is filled
-  int slot_ = 0;          // buffer of the pending (or next) request
-  int epoch_ = 0;
+  BackgroundJob job_;
+  bool started_ = false;
+  int slot_ = 0;  // buffer of the pending (or next) request
   int n_ = 0;
-  std::exception_ptr error_;
 };
 
 }  // namespace mlpd

@@ -21,6 +21,7 @@
 #include "kernels/device.h"
 #include "mlperf/keys.h"
 #include "workloads/batch_split.h"
+#include "workloads/detection_input.h"
 #include "workloads/maskrcnn/maskrcnn_config.h"
 #include "workloads/maskrcnn/maskrcnn_infer.h"
 #include "workloads/maskrcnn/maskrcnn_model.h"
@@ -61,11 +62,13 @@ struct MaskrcnnWorkload final : Workload {
   std::vector<int64_t> perm;
   int perm_epoch = -1;
   std::vector<int64_t> idx;
-  DetectionBatch batch;
-  std::vector<std::vector<uint8_t>> masks;  // dense gt masks of the current forward
-  std::vector<ImageTargets> targets;
+  DetectionBatch batch;  // evaluation's
+  // Training input, per slot of `input`: the dense gt masks of its images and their targets.
+  std::vector<std::vector<uint8_t>> masks[2];
+  std::vector<ImageTargets> targets[2];
   bool gt_built = false;
   CocoGroundTruth gt;
+  DetectionInput input;  // last: its thread is joined before what it fills goes
 
   void init_parameters(uint64_t seed) override { init_maskrcnn(*net, store, seed); }
   StepStats train_step(int epoch, int64_t step, GradReady ready) override;
@@ -73,21 +76,24 @@ struct MaskrcnnWorkload final : Workload {
   EvalOutcome finish_evaluation(const EvalCombined& c) override;
 };
 
-// The batch's ground truth in pixels, with each instance's mask decoded (and flipped with its image).
-void build_targets(MaskrcnnWorkload& s) {
-  const DetectionBatch& b = s.batch;
+// A training slot's ground truth in pixels, with each instance's mask decoded (and flipped with its
+// image).
+void build_targets(MaskrcnnWorkload& s, int slot) {
+  const DetectionBatch& b = s.input.batch(slot);
+  std::vector<std::vector<uint8_t>>& masks = s.masks[slot];
+  std::vector<ImageTargets>& targets = s.targets[slot];
   const int H = s.train.h, W = s.train.w;
   const size_t G = b.gt_labels.size();
-  if (s.masks.size() < G) s.masks.resize(G);
-  s.targets.assign(size_t(b.n), {});
+  if (masks.size() < G) masks.resize(G);
+  targets.assign(size_t(b.n), {});
   std::vector<uint8_t> dense(size_t(H) * W);
   for (int i = 0; i < b.n; ++i) {
-    ImageTargets& t = s.targets[size_t(i)];
+    ImageTargets& t = targets[size_t(i)];
     for (int g = b.gt_first[size_t(i)]; g < b.gt_first[size_t(i) + 1]; ++g) {
       const float* nb = &b.gt_boxes[size_t(g) * 4];
       t.boxes.insert(t.boxes.end(), {nb[0] * W, nb[1] * H, nb[2] * W, nb[3] * H});
       t.labels.push_back(b.gt_labels[size_t(g)]);
-      std::vector<uint8_t>& m = s.masks[size_t(g)];
+      std::vector<uint8_t>& m = masks[size_t(g)];
       m.resize(size_t(H) * W);
       rle_decode(instance_mask(s.train, b.gt_instance[size_t(g)]), b.flipped[size_t(i)] ? dense.data() : m.data());
       if (b.flipped[size_t(i)])
@@ -107,18 +113,28 @@ StepStats MaskrcnnWorkload::train_step(int epoch, int64_t step, GradReady ready)
     s.perm_epoch = epoch;
   }
   const float scale = 1.0f / static_cast<float>(facts.global_batch);
+  // Micro-batch m of rank r is "virtual rank" r*M+m, as in resnet.
+  const auto slice = [&](int64_t batch, int m) {
+    return rank_slice_of_batch(batch, facts.global_batch, s.rank * s.micro_batches + m, s.ranks * s.micro_batches);
+  };
   StepStats st;
   for (int m = 0; m < s.micro_batches; ++m) {
-    const Slice sl = rank_slice_of_batch(step, facts.global_batch, s.rank * s.micro_batches + m,
-                                         s.ranks * s.micro_batches);
+    const Slice sl = slice(step, m);
     const int n = static_cast<int>(sl.count);
-    fill_detection_batch(s.train, s.perm.data() + sl.begin, n, s.cfg.augment_flip, s.cfg.seed, epoch, s.batch);
-    build_targets(s);
+    const int slot = s.input.get({epoch, step, m}, s.perm.data() + sl.begin, n);
+    // The next micro-batch of the epoch fills while this one trains.
+    const bool next_step = m + 1 == s.micro_batches;
+    if (!next_step || step + 1 < facts.steps_per_epoch) {
+      const int64_t nb = next_step ? step + 1 : step;
+      const int nm = next_step ? 0 : m + 1;
+      const Slice ns = slice(nb, nm);
+      s.input.prefetch({epoch, nb, nm}, s.perm.data() + ns.begin, static_cast<int>(ns.count));
+    }
     const uint64_t key = uint64_t(epoch) * uint64_t(s.train.count) + uint64_t(sl.begin);
     const bool last = m + 1 == s.micro_batches;
     const MaskRcnnLosses l =
-        maskrcnn_train_batch(*s.net, store, s.arena, s.buffers, s.train_spec, s.batch.x.data(), n, s.targets, key,
-                             scale, [&ready, last](size_t view) {
+        maskrcnn_train_batch(*s.net, store, s.arena, s.buffers, s.train_spec, s.input.images(slot), n,
+                             s.targets[slot], key, scale, [&ready, last](size_t view) {
                                if (last) ready(view);
                              });
     st.loss_sum += l.total();
@@ -255,6 +271,14 @@ std::unique_ptr<Workload> make_maskrcnn_workload(const WorkloadContext& ctx, con
   f.logged_params.push_back({keys::kMaxImageSize, std::max(s.train.h, s.train.w), nullptr});
   arena_init_on(ctx.device, s.arena, maskrcnn_arena_bytes(*s.net));
   s.buffers = make_step_buffers(*s.net, s.train_spec.rpn, {s.train_spec.proposals, s.infer_spec.proposals});
+  MaskrcnnWorkload* self = &s;
+  s.input.start(
+      [self](int slot, int epoch, const int64_t* idx, int n) {
+        fill_detection_batch(self->train, idx, n, self->cfg.augment_flip, self->cfg.seed, epoch,
+                             self->input.batch(slot));
+        build_targets(*self, slot);
+      },
+      s.span, size_t(s.train.h) * s.train.w * s.train.c, ctx.device);
   f.activation_bytes = int64_t(maskrcnn_activation_bytes(*s.net) + s.buffers.device.bytes);
   f.scratch_bytes = int64_t(s.arena.capacity + s.buffers.ops_arena.capacity);
   return w;

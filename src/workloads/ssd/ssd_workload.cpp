@@ -19,6 +19,7 @@
 #include "kernels/device.h"
 #include "mlperf/keys.h"
 #include "workloads/batch_split.h"
+#include "workloads/detection_input.h"
 #include "workloads/registry.h"
 #include "workloads/ssd/ssd_config.h"
 #include "workloads/ssd/ssd_crop.h"
@@ -55,8 +56,8 @@ struct SsdWorkload final : Workload {
   std::vector<int64_t> perm;
   int perm_epoch = -1;
   std::vector<int64_t> idx;
-  DetectionBatch batch;
-  CropScratch crop;
+  DetectionBatch batch;  // evaluation's
+  CropScratch crop[2];   // per training slot of `input`
   // On the device (aliases of host vectors on the CPU).
   DeviceBytes priors_dev = no_device_bytes();
   DeviceBytes gt_boxes_dev = no_device_bytes(), gt_labels_dev = no_device_bytes(), gt_first_dev = no_device_bytes();
@@ -68,6 +69,7 @@ struct SsdWorkload final : Workload {
   // Rank 0: the eval split's ground truth, built once.
   bool gt_built = false;
   CocoGroundTruth gt;
+  DetectionInput input;  // training batches; last: its thread is joined before what it fills goes
 
   void init_parameters(uint64_t seed) override { init_ssd(*net, store, seed); }
   StepStats train_step(int epoch, int64_t step, GradReady ready) override;
@@ -76,8 +78,7 @@ struct SsdWorkload final : Workload {
 };
 
 // The gt arrays of the batch where the ops read them.
-void upload_gts(SsdWorkload& s) {
-  const DetectionBatch& b = s.batch;
+void upload_gts(SsdWorkload& s, const DetectionBatch& b) {
   const int64_t g = static_cast<int64_t>(b.gt_labels.size());
   MLPD_CHECK(g <= s.max_gts, "ssd: more boxes in a batch than the buffers were sized for");
   if (s.device == Device::cpu) return;
@@ -100,23 +101,32 @@ StepStats SsdWorkload::train_step(int epoch, int64_t step, GradReady ready) {
     s.perm_epoch = epoch;
   }
   const float scale = 1.0f / static_cast<float>(facts.global_batch);
+  // Micro-batch m of rank r is "virtual rank" r*M+m, as in resnet: M micro-batches per rank see the
+  // samples (and batch-norm groups) of M times as many ranks.
+  const auto slice = [&](int64_t batch, int m) {
+    return rank_slice_of_batch(batch, facts.global_batch, s.rank * s.micro_batches + m, s.ranks * s.micro_batches);
+  };
   StepStats st;
   for (int m = 0; m < s.micro_batches; ++m) {
-    // Micro-batch m of rank r is "virtual rank" r*M+m, as in resnet: M micro-batches per rank see the
-    // samples (and batch-norm groups) of M times as many ranks.
-    const Slice sl = rank_slice_of_batch(step, facts.global_batch, s.rank * s.micro_batches + m,
-                                         s.ranks * s.micro_batches);
+    const Slice sl = slice(step, m);
     const int n = static_cast<int>(sl.count);
-    fill_detection_batch(s.train, s.perm.data() + sl.begin, n, s.cfg.augment_flip, s.cfg.seed, epoch, s.batch);
-    random_crop_batch(s.batch, s.train.h, s.train.w, s.train.c, s.cfg.max_samples, s.cfg.seed, epoch,
-                      s.perm.data() + sl.begin, s.crop);
-    upload_gts(s);
+    const int slot = s.input.get({epoch, step, m}, s.perm.data() + sl.begin, n);
+    // The next micro-batch of the epoch fills (and crops) while this one trains.
+    const bool next_step = m + 1 == s.micro_batches;
+    if (!next_step || step + 1 < facts.steps_per_epoch) {
+      const int64_t nb = next_step ? step + 1 : step;
+      const int nm = next_step ? 0 : m + 1;
+      const Slice ns = slice(nb, nm);
+      s.input.prefetch({epoch, nb, nm}, s.perm.data() + ns.begin, static_cast<int>(ns.count));
+    }
+    const DetectionBatch& batch = s.input.batch(slot);
+    upload_gts(s, batch);
     arena_reset(s.arena);
-    const SsdOutputs out = ssd_forward(*s.net, store, s.arena, s.batch.x.data(), n, true);
+    const SsdOutputs out = ssd_forward(*s.net, store, s.arena, s.input.images(slot), n, true);
     int32_t* labels = as<int32_t>(s.labels_dev);
     float* loc_t = as<float>(s.loc_t_dev);
-    s.ops->ssd_assign_targets(as<float>(s.priors_dev), s.priors, where(s, s.batch.gt_boxes, s.gt_boxes_dev),
-                              where(s, s.batch.gt_labels, s.gt_labels_dev), where(s, s.batch.gt_first, s.gt_first_dev),
+    s.ops->ssd_assign_targets(as<float>(s.priors_dev), s.priors, where(s, batch.gt_boxes, s.gt_boxes_dev),
+                              where(s, batch.gt_labels, s.gt_labels_dev), where(s, batch.gt_first, s.gt_first_dev),
                               n, s.cfg.match_iou_threshold, kSsdVarCenter, kSsdVarSize, labels, loc_t, s.arena);
     int positives = 0;
     st.loss_sum += s.ops->ssd_multibox_loss(out.conf, out.loc, labels, loc_t, n, s.priors, s.classes,
@@ -266,6 +276,15 @@ std::unique_ptr<Workload> make_ssd_workload(const WorkloadContext& ctx, const nl
   s.det_scores = alloc_on(ctx.device, sizeof(float) * mb * D);
   s.det_classes = alloc_on(ctx.device, sizeof(int32_t) * mb * D);
   s.det_count = alloc_on(ctx.device, sizeof(int32_t) * mb);
+  SsdWorkload* self = &s;
+  s.input.start(
+      [self](int slot, int epoch, const int64_t* idx, int n) {
+        DetectionBatch& b = self->input.batch(slot);
+        fill_detection_batch(self->train, idx, n, self->cfg.augment_flip, self->cfg.seed, epoch, b);
+        random_crop_batch(b, self->train.h, self->train.w, self->train.c, self->cfg.max_samples, self->cfg.seed,
+                          epoch, idx, self->crop[slot]);
+      },
+      s.span, size_t(s.train.h) * s.train.w * s.train.c, ctx.device);
   return w;
 }
 
