@@ -674,36 +674,6 @@ __global__ void __launch_bounds__(kBlock)
   if (threadIdx.x == 0) count_out[img] = kk;
 }
 
-// Scratch of a loss summed per image: each image's two parts, the totals and an error flag (zeroed).
-struct ImageParts {
-  double *cls, *box, *totals;
-  int* bad;
-};
-size_t image_parts_floats(int n) {
-  const size_t N = size_t(n > 0 ? n : 0);
-  return 2 * floats_for_bytes(N * sizeof(double)) + floats_for_bytes(2 * sizeof(double)) + floats_for_bytes(sizeof(int));
-}
-ImageParts take_image_parts(Arena& arena, int n) {
-  ImageParts p{take<double>(arena, size_t(n)), take<double>(arena, size_t(n)), take<double>(arena, 2),
-               take<int>(arena, 1)};
-  CUDA_CHECK(cudaMemsetAsync(p.bad, 0, sizeof(int), stream()));
-  return p;
-}
-// The images' parts added in order and brought to the host (a wait); the op fails on a flagged input.
-double image_parts_result(const ImageParts& p, int n, const char* op, double* cls, double* box) {
-  image_parts_total_kernel<<<1, 1, 0, stream()>>>(n, p.cls, p.box, p.totals);
-  CUDA_CHECK_LAUNCH();
-  double host[2] = {0.0, 0.0};
-  int host_bad = 0;
-  CUDA_CHECK(cudaMemcpyAsync(host, p.totals, sizeof(host), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaMemcpyAsync(&host_bad, p.bad, sizeof(int), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaStreamSynchronize(stream()));
-  if (host_bad) fail(__FILE__, __LINE__, op, "an index or label out of range, or inconsistent bounds");
-  if (cls) *cls = host[0];
-  if (box) *box = host[1];
-  return host[0] + host[1];
-}
-
 struct ProposalLayout {
   int K, M, M2;  // candidates per level (at most), its sort size (a power of two), the final sort size
 };
@@ -828,6 +798,36 @@ __global__ void image_parts_total_kernel(int n, const double* __restrict__ img_c
   for (int i = 0; i < n; ++i) c += img_cls[i], b += img_box[i];
   totals[0] = c;
   totals[1] = b;
+}
+
+// Scratch of a loss summed per image: each image's two parts, the totals and an error flag (zeroed).
+struct ImageParts {
+  double *cls, *box, *totals;
+  int* bad;
+};
+size_t image_parts_floats(int n) {
+  const size_t N = size_t(n > 0 ? n : 0);
+  return 2 * floats_for_bytes(N * sizeof(double)) + floats_for_bytes(2 * sizeof(double)) + floats_for_bytes(sizeof(int));
+}
+ImageParts take_image_parts(Arena& arena, int n) {
+  ImageParts p{take<double>(arena, size_t(n)), take<double>(arena, size_t(n)), take<double>(arena, 2),
+               take<int>(arena, 1)};
+  CUDA_CHECK(cudaMemsetAsync(p.bad, 0, sizeof(int), stream()));
+  return p;
+}
+// The images' parts added in order and brought to the host (a wait); the op fails on a flagged input.
+double image_parts_result(const ImageParts& p, int n, const char* op, double* cls, double* box) {
+  image_parts_total_kernel<<<1, 1, 0, stream()>>>(n, p.cls, p.box, p.totals);
+  CUDA_CHECK_LAUNCH();
+  double host[2] = {0.0, 0.0};
+  int host_bad = 0;
+  CUDA_CHECK(cudaMemcpyAsync(host, p.totals, sizeof(host), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaMemcpyAsync(&host_bad, p.bad, sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  if (host_bad) fail(__FILE__, __LINE__, op, "an index or label out of range, or inconsistent bounds");
+  if (cls) *cls = host[0];
+  if (box) *box = host[1];
+  return host[0] + host[1];
 }
 
 }  // namespace
