@@ -1118,6 +1118,44 @@ Case box_loss_case(int n, int rows, int classes, const char* label) {
   return r;
 }
 
+// ---- Mask R-CNN: the mask head's loss (each row's label channel) ----
+Case mask_loss_case(int n, int rows_per_image, int mask, int classes, const char* label) {
+  const int pixels = mask * mask, rows = n * rows_per_image;
+  std::vector<int32_t> row_first{0};
+  for (int i = 0; i < n; ++i) row_first.push_back(row_first.back() + rows_per_image);
+  const std::vector<int32_t> labels = randi(size_t(rows), 88, classes);
+  const std::vector<float> u = randf(size_t(rows) * pixels, 89, 0.0f, 1.0f);
+  std::vector<uint8_t> th(u.size());
+  for (size_t i = 0; i < u.size(); ++i) th[i] = u[i] < 0.3f ? 1 : 0;
+  const size_t total = size_t(rows) * pixels * classes;
+  auto logits = on_gpu(randf(total, 90, -6.0f, 6.0f)), dlogits = on_gpu(std::vector<float>(total, 0.0f));
+  auto lab = on_gpu(std::vector<int32_t>(labels)), rf = on_gpu(std::vector<int32_t>(row_first));
+  auto targets = on_gpu(std::vector<uint8_t>(th));
+  auto arena = gpu_arena(G().rcnn_mask_loss_scratch_floats(n, rows, pixels));
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n%d x %d rows of %dx%d, %d classes %s", n, rows_per_image, mask, mask, classes,
+                label);
+  Case r{"rcnn_mask_loss", shape};
+  // The gradient zeroed whole, the picked logits read and their gradients written, the targets read.
+  r.bytes = kF * (double(total) + 2.0 * rows * pixels) + double(rows) * pixels;
+  r.flops = 12.0 * double(rows) * pixels;
+  r.run = [=] {
+    G().rcnn_mask_loss(logits->d(), n, rows, pixels, classes, lab->d(), targets->d(), rf->d(), 0.5f, dlogits->d(),
+                       *arena);
+  };
+  r.check = [=] {
+    const double got = G().rcnn_mask_loss(logits->d(), n, rows, pixels, classes, lab->d(), targets->d(), rf->d(), 0.5f,
+                                          dlogits->d(), *arena);
+    std::vector<float> want(total);
+    Arena ca = cpu_arena(C().rcnn_mask_loss_scratch_floats(n, rows, pixels));
+    const double w = C().rcnn_mask_loss(logits->host.data(), n, rows, pixels, classes, labels.data(), th.data(),
+                                        row_first.data(), 0.5f, want.data(), ca);
+    return size_t(std::fabs(got - w) > 1e-6 * std::fabs(w)) +
+           count_wrong("rcnn_mask_loss dlogits", dlogits->download(), want, 1e-5, 1e-9);
+  };
+  return r;
+}
+
 // ---- SSD: priors, targets, loss, post-processing ----
 // Priors [P, 4] (cx, cy, w, h), normalized.
 std::vector<float> random_priors(int P, uint64_t stream) {
@@ -1409,6 +1447,8 @@ std::vector<Entry> all_entries() {
   add("rpn_loss_batch", [] { return rpn_loss_case(2, 159882, 256, "maskrcnn ref"); });
   add("rcnn_box_loss", [] { return box_loss_case(16, 64, 11, "maskrcnn mini"); });
   add("rcnn_box_loss", [] { return box_loss_case(2, 512, 81, "maskrcnn ref"); });
+  add("rcnn_mask_loss", [] { return mask_loss_case(16, 16, 28, 11, "maskrcnn mini"); });
+  add("rcnn_mask_loss", [] { return mask_loss_case(2, 128, 28, 81, "maskrcnn ref"); });
   // SSD300 (8732 priors, 81 classes, up to 20 gts an image) and mini (846 priors, 11 classes, 1 to 4
   // items a scene), 32 images per GPU; the workload's IoU 0.5, variances 0.1 / 0.2 (ssd_config.h), 3
   // negatives per positive, and its eval's score threshold 0.05, NMS IoU 0.5, top 200, 200 / 100 dets.

@@ -1,6 +1,7 @@
 // The detection ops (ssd, maskrcnn) on the CPU: SSD target assignment, the fused multibox loss,
 // SSD post-processing (decode, softmax, per-class top-k and NMS, top detections), greedy NMS of
-// sorted boxes, and Mask R-CNN's RPN proposals and loss and box-head loss. RoIAlign is in roi_align.cpp.
+// sorted boxes, and Mask R-CNN's RPN proposals and loss and its heads' losses. RoIAlign is in
+// roi_align.cpp.
 //
 // Every decision (a match, a mined negative, a candidate's rank, a suppression) is taken on values
 // that the CUDA ops (kernels/cuda/detection.cu) compute bit for bit the same way:
@@ -542,6 +543,46 @@ double rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, in
   if (cls) *cls = cls_total;
   if (box) *box = box_total;
   return cls_total + box_total;
+}
+
+// An image's picked logits, their targets and gradients, contiguous, for sigmoid_bce.
+size_t rcnn_mask_loss_scratch_floats(int /*n*/, int rows, int pixels) {
+  return 3 * floats_for_bytes(size_t(std::max(rows, 0)) * size_t(std::max(pixels, 0)) * sizeof(float));
+}
+
+double rcnn_mask_loss(const float* logits, int n, int rows, int pixels, int classes, const int32_t* labels,
+                      const uint8_t* targets, const int32_t* row_first, float grad_scale, float* dlogits,
+                      Arena& arena) {
+  MLPD_CHECK(n >= 0 && rows >= 0 && pixels >= 0 && classes >= 1 && row_first[n] == rows && row_first[0] == 0,
+             "rcnn_mask_loss: inconsistent rows");
+  std::fill(dlogits, dlogits + size_t(rows) * pixels * classes, 0.0f);
+  ArenaScope scope(arena);
+  float* z = take<float>(arena, size_t(rows) * pixels);
+  float* t = take<float>(arena, size_t(rows) * pixels);
+  float* dz = take<float>(arena, size_t(rows) * pixels);
+  double total = 0.0;
+  for (int img = 0; img < n; ++img) {
+    const int r0 = row_first[img], k = row_first[img + 1] - r0;
+    MLPD_CHECK(k >= 0, "rcnn_mask_loss: inconsistent rows");
+    const size_t count = size_t(k) * pixels;
+    if (count == 0) continue;
+    for (int r = 0; r < k; ++r) {
+      const int label = labels[r0 + r];
+      MLPD_CHECK(label >= 0 && label < classes, "rcnn_mask_loss: a row's label outside [0, classes)");
+      for (int p = 0; p < pixels; ++p) {
+        const size_t e = size_t(r0 + r) * pixels + p, i = size_t(r) * pixels + p;
+        z[i] = logits[e * classes + size_t(label)];
+        t[i] = targets[e] ? 1.0f : 0.0f;
+      }
+    }
+    total += sigmoid_bce(z, t, static_cast<int>(count), grad_scale / float(count), dz) / double(count);
+    for (int r = 0; r < k; ++r)
+      for (int p = 0; p < pixels; ++p) {
+        const size_t e = size_t(r0 + r) * pixels + p;
+        dlogits[e * classes + size_t(labels[r0 + r])] += dz[size_t(r) * pixels + p];  // onto 0, as a scatter-add
+      }
+  }
+  return total;
 }
 
 }  // namespace mlpd

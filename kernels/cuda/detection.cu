@@ -9,7 +9,8 @@
 //   radix_select   the k-th largest of 32-bit keys (4 passes of an 8-bit histogram in shared memory)
 //                  and how many of the keys equal to it are taken (the lowest-indexed ones);
 //   select_emit    the selected elements in index order, each with its rank;
-//   bitonic_sort   ascending 64-bit keys (value-derived high word, index low word) in scratch.
+//   bitonic_sort   ascending 64-bit keys (value-derived high word, index low word) in scratch;
+//   select_survivors  the best of a block's sorted slots, sorted (the per-image merges).
 // ssd_assign_targets: a thread per (image, prior) finds its best gt; a block per image then forces,
 //   gt after gt, each gt's best prior (a block argmax); a thread per (image, prior) encodes.
 // ssd_multibox_loss: a thread per (image, prior): log-sum-exp, cross-entropy and the prior's loss
@@ -27,6 +28,8 @@
 //   gradients into the zeroed buffers; one thread adds the images in order.
 // rcnn_box_loss: a block per image, a thread per RoI (its softmax cross-entropy and gradient row,
 //   its class deltas' smooth-L1), the sums by a fixed tree; one thread adds the images in order.
+// rcnn_mask_loss: a block per image over its rows' pixels (sigmoid_bce's arithmetic on the row's
+//   label channel, written into the zeroed gradient), the sum by a fixed tree; then as above.
 // No atomics but shared-memory histogram counts (exact) and rpn_loss_batch's gradient adds, one per
 // sampled anchor (two where an anchor is sampled twice, in either order the same sum): every run
 // gives the same bits.
@@ -185,6 +188,29 @@ __device__ void bitonic_sort(uint64_t* a, int m) {
       }
       __syncthreads();
     }
+}
+
+// The first `limit` of the sort slots slots[0, count) that hold a key (not kNone), in key order
+// (the high word, then the slot), into fin[0, M2) as (high word | slot), the rest kNone (M2 a power
+// of two at least min(limit, count)). Returns how many.
+__device__ int select_survivors(const uint64_t* slots, int count, int limit, uint64_t* fin, int M2) {
+  auto key_of = [&](int i, uint32_t* key) {
+    const uint64_t k = slots[i];
+    if (k == kNone) return false;
+    *key = ~uint32_t(k >> 32);
+    return true;
+  };
+  double mine = 0.0;
+  for (int i = int(threadIdx.x); i < count; i += kBlock) mine += slots[i] != kNone ? 1.0 : 0.0;
+  const int survivors = int(block_sum(mine));
+  const int kk = survivors < limit ? survivors : limit;
+  for (int i = kk + int(threadIdx.x); i < M2; i += kBlock) fin[i] = kNone;
+  if (kk > 0) {
+    const Cut cut = radix_select(key_of, count, kk);
+    select_emit(key_of, count, cut, [&](int i, int r) { fin[r] = (slots[i] & 0xffffffff00000000ull) | uint32_t(i); });
+  }
+  bitonic_sort(fin, M2);
+  return kk;
 }
 
 // =============================== SSD target assignment ===============================
@@ -463,22 +489,7 @@ __global__ void __launch_bounds__(kBlock)
   const int count = (C - 1) * M;
   const uint64_t* sorted = sorted_all + size_t(img) * count;
   uint64_t* fin = final_all + size_t(img) * M2;
-  auto key_of = [&](int i, uint32_t* key) {
-    const uint64_t k = sorted[i];
-    if (k == kNone) return false;
-    *key = ~uint32_t(k >> 32);
-    return true;
-  };
-  double mine = 0.0;
-  for (int i = int(threadIdx.x); i < count; i += kBlock) mine += sorted[i] != kNone ? 1.0 : 0.0;
-  const int survivors = int(block_sum(mine));
-  const int kk = survivors < D ? survivors : D;
-  for (int i = kk + int(threadIdx.x); i < M2; i += kBlock) fin[i] = kNone;
-  if (kk > 0) {
-    const Cut cut = radix_select(key_of, count, kk);
-    select_emit(key_of, count, cut, [&](int i, int r) { fin[r] = (sorted[i] & 0xffffffff00000000ull) | uint32_t(i); });
-  }
-  bitonic_sort(fin, M2);
+  const int kk = select_survivors(sorted, count, D, fin, M2);
   for (int r = int(threadIdx.x); r < D; r += kBlock) {
     float* ob = det_boxes + (size_t(img) * D + r) * 4;
     const size_t o = size_t(img) * D + r;
@@ -641,22 +652,7 @@ __global__ void __launch_bounds__(kBlock)
   const int count = L * M;
   const uint64_t* sorted = sorted_all + size_t(img) * count;
   uint64_t* fin = fin_all + size_t(img) * M2;
-  auto key_of = [&](int i, uint32_t* key) {
-    const uint64_t k = sorted[i];
-    if (k == kNone) return false;
-    *key = ~uint32_t(k >> 32);
-    return true;
-  };
-  double mine = 0.0;
-  for (int i = int(threadIdx.x); i < count; i += kBlock) mine += sorted[i] != kNone ? 1.0 : 0.0;
-  const int survivors = int(block_sum(mine));
-  const int kk = survivors < post ? survivors : post;
-  for (int i = kk + int(threadIdx.x); i < M2; i += kBlock) fin[i] = kNone;
-  if (kk > 0) {
-    const Cut cut = radix_select(key_of, count, kk);
-    select_emit(key_of, count, cut, [&](int i, int r) { fin[r] = (sorted[i] & 0xffffffff00000000ull) | uint32_t(i); });
-  }
-  bitonic_sort(fin, M2);
+  const int kk = select_survivors(sorted, count, post, fin, M2);
   for (int r = int(threadIdx.x); r < post; r += kBlock) {
     float* ob = boxes + (size_t(img) * post + r) * 4;
     const size_t o = size_t(img) * post + r;
@@ -788,6 +784,41 @@ __global__ void __launch_bounds__(kBlock)
     if (!consistent) *bad = 1;
     img_cls[img] = rows > 0 ? cls / rows : 0.0;
     img_box[img] = rows > 0 ? box / rows : 0.0;
+  }
+}
+
+// One block per image: sigmoid_bce's terms (kernels/cuda/ncf_ops.cu) of its rows' label channels,
+// their gradients into the zeroed dlogits, the image's mean into img_loss (img_zero: the second part
+// of the per-image sums, none here).
+__global__ void __launch_bounds__(kBlock)
+    mask_loss_kernel(const float* __restrict__ logits, int pixels, int C, const int32_t* __restrict__ labels,
+                     const uint8_t* __restrict__ targets, const int32_t* __restrict__ row_first, float grad_scale,
+                     float* __restrict__ dlogits, double* __restrict__ img_loss, double* __restrict__ img_zero,
+                     int* __restrict__ bad) {
+  const int img = int(blockIdx.x);
+  const int r0 = row_first[img], k = row_first[img + 1] - r0;
+  const size_t count = k > 0 ? size_t(k) * pixels : 0;
+  const float scale = count > 0 ? grad_scale / float(count) : 0.0f;  // the CPU's float division
+  double sum = 0.0;
+  for (size_t i = threadIdx.x; i < count; i += kBlock) {
+    const int r = int(i / size_t(pixels));
+    const int label = labels[r0 + r];
+    if (label < 0 || label >= C) {
+      *bad = 1;
+      continue;
+    }
+    const size_t e = size_t(r0) * pixels + i, at = e * C + size_t(label);
+    const float z = logits[at], y = targets[e] ? 1.0f : 0.0f;
+    const float ez = expf(-fabsf(z));  // in (0, 1]: never overflows
+    sum += double(fmaxf(z, 0.0f) - y * z + log1pf(ez));
+    const float s = z >= 0.0f ? 1.0f / (1.0f + ez) : ez / (1.0f + ez);
+    dlogits[at] = (s - y) * scale;
+  }
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) {
+    if (k < 0) *bad = 1;
+    img_loss[img] = count > 0 ? sum / double(count) : 0.0;
+    img_zero[img] = 0.0;
   }
 }
 
@@ -1038,6 +1069,23 @@ double rpn_loss_batch(const float* objectness, const float* deltas, int n, int n
                                                         ddeltas, parts.cls, parts.box, parts.bad);
   CUDA_CHECK_LAUNCH();
   return image_parts_result(parts, n, "rpn_loss_batch", cls, box);
+}
+
+size_t rcnn_mask_loss_scratch_floats(int n, int /*rows*/, int /*pixels*/) { return image_parts_floats(n); }
+
+double rcnn_mask_loss(const float* logits, int n, int rows, int pixels, int classes, const int32_t* labels,
+                      const uint8_t* targets, const int32_t* row_first, float grad_scale, float* dlogits,
+                      Arena& arena) {
+  if (n < 0 || rows < 0 || pixels < 0 || classes < 1) fail(__FILE__, __LINE__, "rcnn_mask_loss", "bad sizes");
+  const size_t total = size_t(rows) * size_t(pixels) * size_t(classes);
+  if (total > 0) CUDA_CHECK(cudaMemsetAsync(dlogits, 0, total * sizeof(float), stream()));
+  if (n == 0) return 0.0;
+  ArenaScope scope(arena);
+  const ImageParts parts = take_image_parts(arena, n);
+  mask_loss_kernel<<<unsigned(n), kBlock, 0, stream()>>>(logits, pixels, classes, labels, targets, row_first,
+                                                         grad_scale, dlogits, parts.cls, parts.box, parts.bad);
+  CUDA_CHECK_LAUNCH();
+  return image_parts_result(parts, n, "rcnn_mask_loss", nullptr, nullptr);
 }
 
 size_t rcnn_box_loss_scratch_floats(int n) { return image_parts_floats(n); }

@@ -8,10 +8,16 @@
 
 namespace mlpd {
 
-void DetectionInput::start(Fill fill, int max_batch, size_t image_floats, Device device) {
+Slice micro_batch_slice(const MicroBatchLayout& l, int64_t batch, int micro) {
+  return rank_slice_of_batch(batch, l.global_batch, l.rank * l.micro_batches + micro, l.ranks * l.micro_batches);
+}
+
+void DetectionInput::start(Fill fill, int max_batch, size_t image_floats, Device device,
+                           const MicroBatchLayout& layout) {
   MLPD_CHECK(fill != nullptr && max_batch > 0, "DetectionInput::start: no fill or no batch");
   job_.stop();
   fill_ = std::move(fill);
+  layout_ = layout;
   max_batch_ = max_batch;
   image_floats_ = image_floats;
   for (Slot& s : slots_) {
@@ -57,6 +63,20 @@ void DetectionInput::prefetch(const MicroBatchKey& key, const int64_t* idx, int 
   pending_ = key;
   const int epoch = key.epoch;
   job_.submit([this, s, epoch, n] { fill_slot(s, epoch, n); });
+}
+
+TrainSlot DetectionInput::take(int epoch, int64_t batch, int micro, const int64_t* perm) {
+  TrainSlot t;
+  t.slice = micro_batch_slice(layout_, batch, micro);
+  t.slot = get({epoch, batch, micro}, perm + t.slice.begin, static_cast<int>(t.slice.count));
+  const bool next_batch = micro + 1 == layout_.micro_batches;
+  if (!next_batch || batch + 1 < layout_.batches_per_epoch) {
+    const int64_t nb = next_batch ? batch + 1 : batch;
+    const int nm = next_batch ? 0 : micro + 1;
+    const Slice ns = micro_batch_slice(layout_, nb, nm);
+    prefetch({epoch, nb, nm}, perm + ns.begin, static_cast<int>(ns.count));
+  }
+  return t;
 }
 
 const float* DetectionInput::images(int slot) const {

@@ -4,11 +4,11 @@
 // decoded). Two slots; on a GPU run each slot's images are also copied, in the background, into
 // page-locked memory, so that the step's copy to the device does not hold the host.
 //
-//   input.start(fill, max_batch, image_floats, device);
-//   for each micro-batch k:
-//     const int slot = input.get(key_k, idx_k, n_k);         // prefetched, or filled now
-//     if (k + 1 in this epoch) input.prefetch(key_k+1, idx_k+1, n_k+1);
-//     train(input.images(slot), input.batch(slot), ...);      // valid until the next get()
+//   input.start(fill, max_batch, image_floats, device, layout);
+//   for each micro-batch (epoch, batch, micro):
+//     const TrainSlot t = input.take(epoch, batch, micro, perm);  // prefetched, or filled now; and
+//                                                                  // the next one of the epoch starts
+//     train(input.images(t.slot), input.batch(t.slot), t.slice);   // valid until the next take()
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "datasets/background_job.h"
+#include "datasets/sampling.h"
 #include "detection/detection_data.h"
 #include "kernels/device.h"
 
@@ -29,13 +30,31 @@ struct MicroBatchKey {
   bool operator==(const MicroBatchKey&) const = default;
 };
 
+// How a rank's micro-batches lie in an epoch: micro-batch m of rank r is "virtual rank" r*M+m of
+// ranks*M (as in resnet), so M micro-batches per rank see the samples (and batch-norm groups) of M
+// times as many ranks.
+struct MicroBatchLayout {
+  int rank = 0, ranks = 1, micro_batches = 1;
+  int64_t global_batch = 1, batches_per_epoch = 1;
+};
+// Positions in the epoch's permutation of micro-batch `micro` of global batch `batch`.
+Slice micro_batch_slice(const MicroBatchLayout& l, int64_t batch, int micro);
+
+struct TrainSlot {
+  int slot = 0;
+  Slice slice;  // its positions in the epoch's permutation
+};
+
 class DetectionInput {
  public:
   // fill(slot, epoch, idx, n): fills batch(slot) with images idx[0..n) of `epoch`, and the
   // workload's own per-slot data. It runs on the background thread for a prefetch, on the caller's
   // for a micro-batch that was not prefetched, and touches nothing of the other slot.
   using Fill = std::function<void(int slot, int epoch, const int64_t* idx, int n)>;
-  void start(Fill fill, int max_batch, size_t image_floats, Device device);
+  void start(Fill fill, int max_batch, size_t image_floats, Device device, const MicroBatchLayout& layout);
+  // Micro-batch (epoch, batch, micro) of the layout, images perm[its slice]: get(), then a
+  // prefetch of the micro-batch after it in the epoch, if any (perm: the epoch's permutation).
+  TrainSlot take(int epoch, int64_t batch, int micro, const int64_t* perm);
   // The slot holding micro-batch `key`, images idx[0..n): the prefetched one when it is that
   // micro-batch, else filled now (a prefetch of another one is waited for and dropped).
   int get(const MicroBatchKey& key, const int64_t* idx, int n);
@@ -55,6 +74,7 @@ class DetectionInput {
   };
   Slot slots_[2];
   Fill fill_;
+  MicroBatchLayout layout_;
   int max_batch_ = 0;
   size_t image_floats_ = 0;
   int current_ = 1;         // the slot get() returned last

@@ -37,7 +37,7 @@ DetectionInput::Fill fake_fill(DetectionInput& in, FillLog& log) {
 TEST(DetectionInput, PrefetchedMicroBatchesComeBackFilledAndTheOtherSlotIsLeftAlone) {
   DetectionInput in;
   FillLog log;
-  in.start(fake_fill(in, log), 3, 4, Device::cpu);
+  in.start(fake_fill(in, log), 3, 4, Device::cpu, MicroBatchLayout{});
   const std::vector<int64_t> perm{5, 6, 7, 8, 9, 10, 11, 12, 13};
   int slot = in.get({2, 0, 0}, perm.data(), 3);  // not prefetched: filled here
   ASSERT_EQ(log.threads.size(), 1u);
@@ -63,7 +63,7 @@ TEST(DetectionInput, PrefetchedMicroBatchesComeBackFilledAndTheOtherSlotIsLeftAl
 TEST(DetectionInput, AMicroBatchOtherThanThePrefetchIsFilledAnew) {
   DetectionInput in;
   FillLog log;
-  in.start(fake_fill(in, log), 2, 4, Device::cpu);
+  in.start(fake_fill(in, log), 2, 4, Device::cpu, MicroBatchLayout{});
   const std::vector<int64_t> idx{1, 2, 3, 4};
   in.get({0, 0, 0}, idx.data(), 2);
   in.prefetch({0, 1, 0}, idx.data() + 2, 2);
@@ -74,4 +74,28 @@ TEST(DetectionInput, AMicroBatchOtherThanThePrefetchIsFilledAnew) {
   EXPECT_THROW(in.get({1, 1, 0}, idx.data(), 3), std::exception);  // past the slots' size
   in.prefetch({1, 1, 0}, idx.data(), 2);
   EXPECT_THROW(in.prefetch({1, 2, 0}, idx.data(), 2), std::exception);  // one outstanding already
+}
+
+// take(): the layout's slices, in order through an epoch, each prefetched by the take before it
+// (the first of the epoch excepted), none past the epoch's end.
+TEST(DetectionInput, TakeWalksAnEpochsMicroBatchesPrefetchingEachNext) {
+  DetectionInput in;
+  FillLog log;
+  const MicroBatchLayout layout{1, 2, 2, 8, 3};  // rank 1 of 2, 2 micro-batches of 2, 3 batches
+  in.start(fake_fill(in, log), 2, 4, Device::cpu, layout);
+  std::vector<int64_t> perm(24);
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(50 + i);
+  for (int64_t b = 0; b < 3; ++b)
+    for (int m = 0; m < 2; ++m) {
+      const TrainSlot t = in.take(1, b, m, perm.data());
+      const Slice want = micro_batch_slice(layout, b, m);
+      EXPECT_EQ(t.slice.begin, want.begin);
+      EXPECT_EQ(t.slice.count, 2);
+      EXPECT_EQ(in.images(t.slot)[0], float(100 + perm[size_t(want.begin)])) << b << " " << m;
+      EXPECT_EQ(in.images(t.slot)[4], float(100 + perm[size_t(want.begin) + 1])) << b << " " << m;
+    }
+  // 6 micro-batches, 6 fills: the first on this thread, the other 5 prefetched, none after the last.
+  ASSERT_EQ(log.threads.size(), 6u);
+  EXPECT_EQ(log.threads[0], std::this_thread::get_id());
+  for (size_t i = 1; i < 6; ++i) EXPECT_NE(log.threads[i], std::this_thread::get_id()) << i;
 }

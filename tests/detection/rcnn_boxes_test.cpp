@@ -534,6 +534,47 @@ TEST(RcnnBoxLossBatch, LossOfABatchIsEachImagesCrossEntropyAndBoxLoss) {
                                  targets.data(), 0.5f, dcls.data(), dbox.data(), nullptr, nullptr, none));
 }
 
+TEST(RcnnMaskLossBatch, GivesTheBitsOfAGatherPerImageBceAndScatter) {
+  constexpr int n = 3, pixels = 9, C = 5;
+  const std::vector<int32_t> row_first{0, 2, 2, 5};  // image 1 has no mask row
+  const std::vector<int32_t> labels{1, 4, 2, 2, 3};
+  const int rows = row_first.back();
+  const std::vector<float> logits = test::random_vec(size_t(rows) * pixels * C, 31, -6, 6);
+  std::vector<uint8_t> targets(size_t(rows) * pixels);
+  for (size_t i = 0; i < targets.size(); ++i) targets[i] = uint8_t((i * 7 + i / 5) % 3 == 0);
+  std::vector<float> dlogits(logits.size(), 9.0f);  // overwritten whole
+  Arena arena;
+  arena_init(arena, rcnn_mask_loss_scratch_floats(n, rows, pixels) * sizeof(float));
+  const double loss = rcnn_mask_loss(logits.data(), n, rows, pixels, C, labels.data(), targets.data(),
+                                     row_first.data(), 0.5f, dlogits.data(), arena);
+  // What the step did before: pick each row's label channel, one sigmoid_bce per image, add back.
+  std::vector<int32_t> index;
+  std::vector<float> t;
+  for (int r = 0; r < rows; ++r)
+    for (int p = 0; p < pixels; ++p) {
+      index.push_back((r * pixels + p) * C + labels[size_t(r)]);
+      t.push_back(targets[size_t(r) * pixels + p] ? 1.0f : 0.0f);
+    }
+  std::vector<float> picked(index.size()), dpicked(index.size()), want(logits.size(), 0.0f);
+  embedding_gather(logits.data(), 1, index.data(), static_cast<int>(index.size()), picked.data(), 1);
+  double want_loss = 0;
+  for (int i = 0; i < n; ++i) {
+    const size_t first = size_t(row_first[size_t(i)]) * pixels, count = size_t(row_first[size_t(i) + 1]) * pixels - first;
+    if (count == 0) continue;
+    want_loss += sigmoid_bce(picked.data() + first, t.data() + first, static_cast<int>(count), 0.5f / float(count),
+                             dpicked.data() + first) /
+                 double(count);
+  }
+  embedding_scatter_add(want.data(), 1, index.data(), static_cast<int>(index.size()), dpicked.data(), 1);
+  EXPECT_EQ(loss, want_loss);
+  EXPECT_EQ(dlogits, want);
+  EXPECT_GT(loss, 0.0);
+  std::vector<int32_t> bad = labels;
+  bad[3] = C;
+  EXPECT_ANY_THROW(rcnn_mask_loss(logits.data(), n, rows, pixels, C, bad.data(), targets.data(), row_first.data(), 0.5f,
+                                  dlogits.data(), arena));
+}
+
 // ---- RoI sampling and the box loss
 
 TEST(RcnnRoiSample, GtAppendedLabelsMatchedDeltasConsistent) {

@@ -554,6 +554,57 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RcnnBoxLossGpu,
                                       i.param.box_only ? "_box_only" : "");
                          });
 
+struct MaskLossCase {
+  int n, rows_per_image, mask, classes;
+};
+void PrintTo(const MaskLossCase& c, std::ostream* os) {
+  *os << cat("n=", c.n, " rows=", c.rows_per_image, " mask=", c.mask, " classes=", c.classes);
+}
+
+class RcnnMaskLossGpu : public GpuTestWithParam<MaskLossCase> {};
+
+TEST_P(RcnnMaskLossGpu, MatchesCpu) {
+  const MaskLossCase k = GetParam();
+  const int pixels = k.mask * k.mask, C = k.classes;
+  std::vector<int32_t> row_first{0};
+  for (int i = 0; i < k.n; ++i) row_first.push_back(row_first.back() + (i == 1 ? 0 : k.rows_per_image - i % 3));
+  const int rows = row_first.back();
+  const auto labels = random_indices(size_t(rows), 908, C);
+  const auto u = random_floats(size_t(rows) * pixels, 909, 0.0f, 1.0f);
+  std::vector<uint8_t> targets(u.size());
+  for (size_t i = 0; i < u.size(); ++i) targets[i] = u[i] < 0.3f ? 1 : 0;
+  const auto logits = random_floats(size_t(rows) * pixels * C, 910, -8.0f, 8.0f);
+  std::vector<float> dlogits(logits.size(), kJunk);
+  Arena ca = cpu_scratch(cpu().rcnn_mask_loss_scratch_floats(k.n, rows, pixels));
+  const double loss = cpu().rcnn_mask_loss(logits.data(), k.n, rows, pixels, C, labels.data(), targets.data(),
+                                           row_first.data(), 0.25f, dlogits.data(), ca);
+  const DeviceBuffer<float> glogits(logits);
+  const DeviceBuffer<int32_t> glabels(labels), grf(row_first);
+  const DeviceBuffer<uint8_t> gtargets(targets);
+  Arena ga = gpu_scratch(gpu().rcnn_mask_loss_scratch_floats(k.n, rows, pixels));
+  std::vector<float> runs[2];
+  double rloss[2] = {0, 0};
+  for (int r = 0; r < 2; ++r) {
+    DeviceBuffer<float> gd(std::vector<float>(dlogits.size(), kJunk));
+    rloss[r] = gpu().rcnn_mask_loss(glogits.get(), k.n, rows, pixels, C, glabels.get(), gtargets.get(), grf.get(),
+                                    0.25f, gd.get(), ga);
+    runs[r] = gd.download();
+  }
+  EXPECT_TRUE(scalar_close("rcnn_mask_loss", rloss[0], loss, 1e-6, 1e-12));  // float terms, other sum order
+  EXPECT_EQ(rloss[1], rloss[0]) << "a rerun gives the same bits";
+  EXPECT_TRUE(all_close("rcnn_mask_loss dlogits", runs[0], dlogits, 1e-5, 1e-9));
+  EXPECT_TRUE(same_bits("rcnn_mask_loss dlogits, rerun", runs[1], runs[0]));
+  EXPECT_GT(loss, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RcnnMaskLossGpu,
+                         ::testing::Values(MaskLossCase{16, 16, 28, 11},   // maskrcnn_mini: 28x28 masks
+                                           MaskLossCase{2, 128, 28, 81}),  // R-50-FPN: 128 per image, COCO
+                         [](const ::testing::TestParamInfo<MaskLossCase>& i) {
+                           return cat("n", i.param.n, "_r", i.param.rows_per_image, "_m", i.param.mask, "_c",
+                                      i.param.classes);
+                         });
+
 // ================================ RoIAlign ================================
 struct RoiCase {
   int n, h, w, c, rois, pooled;

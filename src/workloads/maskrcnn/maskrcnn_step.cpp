@@ -33,11 +33,9 @@ MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net, const RpnTargetSpec& 
   b.dbox = b.device.floats(size_t(sp.max_rois) * C * 4);
   b.dmask = b.device.floats(size_t(sp.max_masks) * M * M * C);
   const size_t mask_pixels = size_t(sp.max_masks) * M * M;
-  b.mask_logit = b.device.floats(mask_pixels);
-  b.mask_target = b.device.floats(mask_pixels);
-  b.dmask_logit = b.device.floats(mask_pixels);
   static_assert(sizeof(int32_t) == sizeof(float));
-  b.mask_index = reinterpret_cast<int32_t*>(b.device.floats(mask_pixels));
+  b.mask_samples = reinterpret_cast<int32_t*>(b.device.floats(mb + 1 + size_t(sp.max_masks)));
+  b.mask_targets = reinterpret_cast<uint8_t*>(b.device.floats((mask_pixels + 3) / 4));
 
   const OpTable& o = ops_for(sp.device);
   const std::vector<int> first = maskrcnn_level_first_anchor(net);
@@ -45,7 +43,8 @@ MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net, const RpnTargetSpec& 
   const int levels = static_cast<int>(first.size()) - 1;
   b.anchors = b.device.floats(anchors.size());
   copy_to_device(sp.device, b.anchors, anchors.data(), sizeof(float) * anchors.size());
-  size_t scratch = std::max(o.rpn_loss_scratch_floats(int(mb)), o.rcnn_box_loss_scratch_floats(int(mb)));
+  size_t scratch = std::max({o.rpn_loss_scratch_floats(int(mb)), o.rcnn_box_loss_scratch_floats(int(mb)),
+                             o.rcnn_mask_loss_scratch_floats(int(mb), sp.max_masks, int(M * M))});
   for (const ProposalSpec& p : proposals) {
     b.max_proposals = std::max(b.max_proposals, p.post_nms_topk);
     scratch = std::max(scratch, o.rpn_proposals_scratch_floats(int(mb), int(A), levels, p.pre_nms_topk,
@@ -195,32 +194,24 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
   const int F = static_cast<int>(b.mask_rois.size() / 5);
   if (F > 0) {
     const float* logits = maskrcnn_mask_forward(net, store, arena, b.mask_rois.data(), F);
-    const size_t MM = size_t(M) * M, pixels = size_t(F) * MM;
-    b.h_mask_index.clear();
-    b.h_mask_target.clear();
-    for (int i = 0, row = 0; i < n; ++i)
-      for (int r = 0; r < fg[size_t(i)]; ++r, ++row) {
-        const size_t label = size_t(samples[size_t(i)].labels[size_t(r)]);
-        for (size_t p = 0; p < MM; ++p) b.h_mask_index.push_back(static_cast<int32_t>((row * MM + p) * C + label));
+    const size_t MM = size_t(M) * M;
+    // Each row's image and label, then its 0/1 target as bytes: the device scores the row's own
+    // class channel (rcnn_mask_loss).
+    std::vector<int32_t>& hs = b.h_mask_samples;
+    hs.assign(size_t(n) + 1, 0);
+    b.h_mask_targets.clear();
+    for (int i = 0; i < n; ++i) {
+      hs[size_t(i) + 1] = hs[size_t(i)] + fg[size_t(i)];
+      for (int r = 0; r < fg[size_t(i)]; ++r) {
+        hs.push_back(samples[size_t(i)].labels[size_t(r)]);
         const float* t = mask_t[size_t(i)].data() + size_t(r) * MM;
-        b.h_mask_target.insert(b.h_mask_target.end(), t, t + MM);
+        for (size_t p = 0; p < MM; ++p) b.h_mask_targets.push_back(t[p] != 0.0f ? 1 : 0);
       }
-    copy_to_device(dev, b.mask_index, b.h_mask_index.data(), sizeof(int32_t) * pixels);
-    copy_to_device(dev, b.mask_target, b.h_mask_target.data(), sizeof(float) * pixels);
-    const int count = static_cast<int>(pixels);
-    o.embedding_gather(logits, 1, b.mask_index, count, b.mask_logit, 1);
-    // Each image's mask loss is the mean over its rows and pixels.
-    for (size_t i = 0, first = 0; i < size_t(n); ++i) {
-      const size_t image_pixels = size_t(fg[i]) * MM;
-      if (image_pixels == 0) continue;
-      const float scale = grad_scale / float(image_pixels);
-      L.mask += o.sigmoid_bce(b.mask_logit + first, b.mask_target + first, static_cast<int>(image_pixels), scale,
-                              b.dmask_logit + first) /
-                double(image_pixels);
-      first += image_pixels;
     }
-    zero_on(dev, b.dmask, sizeof(float) * pixels * C);
-    o.embedding_scatter_add(b.dmask, 1, b.mask_index, count, b.dmask_logit, 1);
+    copy_to_device(dev, b.mask_samples, hs.data(), sizeof(int32_t) * hs.size());
+    copy_to_device(dev, b.mask_targets, b.h_mask_targets.data(), b.h_mask_targets.size());
+    L.mask = o.rcnn_mask_loss(logits, n, F, static_cast<int>(MM), C, b.mask_samples + (n + 1), b.mask_targets,
+                              b.mask_samples, grad_scale, b.dmask, b.ops_arena);
     L.masks = F;
     g.mask_logits = b.dmask;
   }

@@ -60,13 +60,12 @@ struct MaskRcnnStepBuffers {
   float *proposal_boxes = nullptr, *proposal_scores = nullptr;
   int32_t *proposal_count = nullptr, *rpn_samples = nullptr, *roi_samples = nullptr;
   std::vector<int32_t> h_proposal_count, h_rpn_samples, h_roi_samples;
-  // The mask loss runs on the device: the host sends each mask row's targets and where its label's
-  // logits lie in [rows, M*M, classes] (mask_index); the device picks those out (mask_logit), takes
-  // their loss and gradient (dmask_logit) and puts that back into dmask, zero elsewhere.
-  float *mask_logit = nullptr, *mask_target = nullptr, *dmask_logit = nullptr;
-  int32_t* mask_index = nullptr;
-  std::vector<float> h_mask_target;
-  std::vector<int32_t> h_mask_index;
+  // The mask loss runs on the device too (rcnn_mask_loss): the host sends the rows' image bounds and
+  // labels (mask_samples: row_first [n + 1], labels [rows]) and their 0/1 targets as bytes.
+  int32_t* mask_samples = nullptr;
+  uint8_t* mask_targets = nullptr;
+  std::vector<int32_t> h_mask_samples;
+  std::vector<uint8_t> h_mask_targets;
   std::vector<float> rois, mask_rois;  // [R, 5]
 };
 // `proposals`: every ProposalSpec the buffers will serve (training's and evaluation's).

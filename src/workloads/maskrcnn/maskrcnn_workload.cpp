@@ -113,23 +113,11 @@ StepStats MaskrcnnWorkload::train_step(int epoch, int64_t step, GradReady ready)
     s.perm_epoch = epoch;
   }
   const float scale = 1.0f / static_cast<float>(facts.global_batch);
-  // Micro-batch m of rank r is "virtual rank" r*M+m, as in resnet.
-  const auto slice = [&](int64_t batch, int m) {
-    return rank_slice_of_batch(batch, facts.global_batch, s.rank * s.micro_batches + m, s.ranks * s.micro_batches);
-  };
   StepStats st;
   for (int m = 0; m < s.micro_batches; ++m) {
-    const Slice sl = slice(step, m);
-    const int n = static_cast<int>(sl.count);
-    const int slot = s.input.get({epoch, step, m}, s.perm.data() + sl.begin, n);
-    // The next micro-batch of the epoch fills while this one trains.
-    const bool next_step = m + 1 == s.micro_batches;
-    if (!next_step || step + 1 < facts.steps_per_epoch) {
-      const int64_t nb = next_step ? step + 1 : step;
-      const int nm = next_step ? 0 : m + 1;
-      const Slice ns = slice(nb, nm);
-      s.input.prefetch({epoch, nb, nm}, s.perm.data() + ns.begin, static_cast<int>(ns.count));
-    }
+    const TrainSlot t = s.input.take(epoch, step, m, s.perm.data());  // and the next one starts filling
+    const int slot = t.slot, n = static_cast<int>(t.slice.count);
+    const Slice& sl = t.slice;
     const uint64_t key = uint64_t(epoch) * uint64_t(s.train.count) + uint64_t(sl.begin);
     const bool last = m + 1 == s.micro_batches;
     const MaskRcnnLosses l =
@@ -278,7 +266,8 @@ std::unique_ptr<Workload> make_maskrcnn_workload(const WorkloadContext& ctx, con
                              self->input.batch(slot));
         build_targets(*self, slot);
       },
-      s.span, size_t(s.train.h) * s.train.w * s.train.c, ctx.device);
+      s.span, size_t(s.train.h) * s.train.w * s.train.c, ctx.device,
+      MicroBatchLayout{s.rank, s.ranks, s.micro_batches, f.global_batch, f.steps_per_epoch});
   f.activation_bytes = int64_t(maskrcnn_activation_bytes(*s.net) + s.buffers.device.bytes);
   f.scratch_bytes = int64_t(s.arena.capacity + s.buffers.ops_arena.capacity);
   return w;
