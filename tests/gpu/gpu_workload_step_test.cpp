@@ -99,5 +99,11 @@ TEST_F(GpuWorkloadStep, GnmtMiniStepMatchesTheCpu) { expect_same_step("gnmt", {"
 // Target assignment, hard-negative mining and the random crop: the same decisions on both devices.
 TEST_F(GpuWorkloadStep, SsdMiniStepMatchesTheCpu) { expect_same_step("ssd", {"global_batch_size=16"}); }
 
+// The RPN's loss and proposals, the RoIs sampled from those proposals, the box and mask heads'
+// losses, all on the device: the proposals' ranks and suppressions and the samples' IoU tests are
+// exact on both devices, so the same RoIs are drawn unless the devices' rounding moves a proposal
+// across a rank or a threshold (the loss and gradients would then differ far beyond tolerance).
+TEST_F(GpuWorkloadStep, MaskrcnnMiniStepMatchesTheCpu) { expect_same_step("maskrcnn", {"global_batch_size=8"}); }
+
 }  // namespace
 }  // namespace mlpd
