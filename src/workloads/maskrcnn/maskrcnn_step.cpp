@@ -146,11 +146,14 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
   const int R = static_cast<int>(b.rois.size() / 5);
   MLPD_CHECK(R <= sp.max_rois, "maskrcnn: more sampled RoIs than the model's max_rois");
 
-  // Box head; its loss on the device from each image's RoI labels and foreground targets, sent in
-  // one copy (row bounds, foreground bounds, labels, targets' bits).
+  // Box head, queued; its loss (below, after the mask head is queued too) on the device from each
+  // image's RoI labels and foreground targets, sent in one copy (row bounds, foreground bounds,
+  // labels, targets' bits).
   MaskRcnnGrads g{nullptr, nullptr, nullptr, nullptr, nullptr};
+  BoxHeadOutputs bo;
+  size_t roi_targets_at = 0;
   if (R > 0) {
-    const BoxHeadOutputs bo = maskrcnn_box_forward(net, store, arena, b.rois.data(), R);
+    bo = maskrcnn_box_forward(net, store, arena, b.rois.data(), R);
     std::vector<int32_t>& hr = b.h_roi_samples;
     hr.assign(2 * size_t(n + 1), 0);
     std::vector<float> roi_targets;
@@ -161,21 +164,14 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
       hr[size_t(n + 1) + size_t(i) + 1] = hr[size_t(n + 1) + size_t(i)] + s.foreground;
       roi_targets.insert(roi_targets.end(), s.deltas.begin(), s.deltas.end());
     }
-    const size_t at = hr.size();
-    hr.resize(at + roi_targets.size());
-    std::memcpy(hr.data() + at, roi_targets.data(), sizeof(float) * roi_targets.size());
+    roi_targets_at = hr.size();
+    hr.resize(roi_targets_at + roi_targets.size());
+    std::memcpy(hr.data() + roi_targets_at, roi_targets.data(), sizeof(float) * roi_targets.size());
     copy_to_device(dev, b.roi_samples, hr.data(), sizeof(int32_t) * hr.size());
-    const int32_t* d = b.roi_samples;
-    o.rcnn_box_loss(bo.cls_logits, bo.deltas, n, C, d + 2 * (n + 1), d, d + (n + 1),
-                    reinterpret_cast<const float*>(d + at), grad_scale, b.dcls, b.dbox, &L.classifier, &L.box,
-                    b.ops_arena);
-    L.rois = R;
-    g.cls_logits = b.dcls;
-    g.box_deltas = b.dbox;
   }
 
   // Mask head on the foreground RoIs (each sample lists its foreground first), an equal share of
-  // max_masks per image.
+  // max_masks per image: its targets made on the host while the device runs the box head.
   const int share = sp.max_masks / n;
   b.mask_rois.clear();
   std::vector<int> fg(static_cast<size_t>(n));
@@ -192,8 +188,9 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
     append_rois(b.mask_rois, i, s.rois.data(), s.foreground);
   }
   const int F = static_cast<int>(b.mask_rois.size() / 5);
+  const float* mask_logits = nullptr;
   if (F > 0) {
-    const float* logits = maskrcnn_mask_forward(net, store, arena, b.mask_rois.data(), F);
+    mask_logits = maskrcnn_mask_forward(net, store, arena, b.mask_rois.data(), F);
     const size_t MM = size_t(M) * M;
     // Each row's image and label, then its 0/1 target as bytes: the device scores the row's own
     // class channel (rcnn_mask_loss).
@@ -210,8 +207,21 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
     }
     copy_to_device(dev, b.mask_samples, hs.data(), sizeof(int32_t) * hs.size());
     copy_to_device(dev, b.mask_targets, b.h_mask_targets.data(), b.h_mask_targets.size());
-    L.mask = o.rcnn_mask_loss(logits, n, F, static_cast<int>(MM), C, b.mask_samples + (n + 1), b.mask_targets,
-                              b.mask_samples, grad_scale, b.dmask, b.ops_arena);
+  }
+
+  // Both heads' losses, queued behind both heads (each op waits for its loss value).
+  if (R > 0) {
+    const int32_t* d = b.roi_samples;
+    o.rcnn_box_loss(bo.cls_logits, bo.deltas, n, C, d + 2 * (n + 1), d, d + (n + 1),
+                    reinterpret_cast<const float*>(d + roi_targets_at), grad_scale, b.dcls, b.dbox, &L.classifier,
+                    &L.box, b.ops_arena);
+    L.rois = R;
+    g.cls_logits = b.dcls;
+    g.box_deltas = b.dbox;
+  }
+  if (F > 0) {
+    L.mask = o.rcnn_mask_loss(mask_logits, n, F, M * M, C, b.mask_samples + (n + 1), b.mask_targets, b.mask_samples,
+                              grad_scale, b.dmask, b.ops_arena);
     L.masks = F;
     g.mask_logits = b.dmask;
   }
