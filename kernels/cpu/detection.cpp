@@ -76,6 +76,17 @@ inline double row_lse(const float* z, int classes) {
   return double(m) + std::log(sum);
 }
 
+// Smooth-L1 of a box offset's residual and its derivative (SSD's and the box head's beta 1, the
+// RPN's 1/9).
+inline double smooth_l1(double x, double beta) {
+  const double a = std::fabs(x);
+  return a < beta ? 0.5 * x * x / beta : a - 0.5 * beta;
+}
+inline double smooth_l1_grad(double x, double beta) {
+  if (std::fabs(x) < beta) return x / beta;
+  return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
+}
+
 // A ranking value without a negative zero (so that float order and bit order agree).
 inline float rank_value(double v) {
   const float f = float(v);
@@ -210,7 +221,7 @@ double ssd_multibox_loss(const float* conf, const float* loc, const int32_t* lab
       if (lab[p] > 0)
         for (int j = 0; j < 4; ++j) {
           const double d = double(l[size_t(p) * 4 + j] - t[size_t(p) * 4 + j]);
-          term += std::fabs(d) < 1.0 ? 0.5 * d * d : std::fabs(d) - 0.5;
+          term += smooth_l1(d, 1.0);
         }
       sum += term;
     }
@@ -236,7 +247,7 @@ double ssd_multibox_loss(const float* conf, const float* loc, const int32_t* lab
             continue;
           }
           const double d = double(l[size_t(p) * 4 + j] - t[size_t(p) * 4 + j]);
-          const double gd = std::fabs(d) < 1.0 ? d : (d > 0.0 ? 1.0 : -1.0);
+          const double gd = std::fabs(d) < 1.0 ? d : (d > 0.0 ? 1.0 : -1.0);  // (a NaN: -1, as CUDA's)
           dloc[e] = float(gd * scale);
         }
   }
@@ -459,14 +470,6 @@ double rpn_loss_batch(const float* objectness, const float* deltas, int n, int n
                       const float* target_deltas, float grad_scale, float* dobjectness, float* ddeltas, double* cls,
                       double* box, Arena& /*arena*/) {
   constexpr double kBeta = 1.0 / 9.0;
-  const auto smooth_l1 = [](double x) {
-    const double a = std::fabs(x);
-    return a < kBeta ? 0.5 * x * x / kBeta : a - 0.5 * kBeta;
-  };
-  const auto smooth_l1_grad = [](double x) {
-    if (std::fabs(x) < kBeta) return x / kBeta;
-    return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
-  };
   const int A = num_anchors;
   double cls_total = 0.0, box_total = 0.0;
   for (int img = 0; img < n; ++img) {
@@ -493,8 +496,8 @@ double rpn_loss_batch(const float* objectness, const float* deltas, int n, int n
       if (k < positives)
         for (int j = 0; j < 4; ++j) {
           const double x = double(del[size_t(a) * 4 + j]) - targets[size_t(k) * 4 + j];
-          box_sum += smooth_l1(x);
-          ddel[size_t(a) * 4 + j] += static_cast<float>(smooth_l1_grad(x) * g);
+          box_sum += smooth_l1(x, kBeta);
+          ddel[size_t(a) * 4 + j] += static_cast<float>(smooth_l1_grad(x, kBeta) * g);
         }
     }
     cls_total += count > 0 ? cls_sum / count : 0.0;
@@ -533,9 +536,8 @@ double rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, in
       const float* t = target_deltas + (size_t(fg_first[img]) + i) * 4;
       for (int j = 0; j < 4; ++j) {
         const double x = double(box_deltas[size_t(r0) * row + at + j]) - t[j];
-        const double a = std::fabs(x);
-        sum += a < 1.0 ? 0.5 * x * x : a - 0.5;
-        db[at + j] = static_cast<float>((a < 1.0 ? x : (x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0))) * g);
+        sum += smooth_l1(x, 1.0);
+        db[at + j] = static_cast<float>(smooth_l1_grad(x, 1.0) * g);
       }
     }
     box_total += sum / k;

@@ -305,9 +305,15 @@ struct LossScratch {
   int* total_pos;    // [1]
 };
 
-__device__ __forceinline__ double smooth_l1(float d) {
-  const double a = fabs(double(d));
-  return a < 1.0 ? 0.5 * double(d) * double(d) : a - 0.5;
+// Smooth-L1 of a box offset's residual and its derivative, as the CPU's (SSD's and the box head's
+// beta 1, the RPN's 1/9).
+__device__ __forceinline__ double smooth_l1(double x, double beta) {
+  const double a = fabs(x);
+  return a < beta ? 0.5 * x * x / beta : a - 0.5 * beta;
+}
+__device__ __forceinline__ double smooth_l1_grad(double x, double beta) {
+  if (fabs(x) < beta) return x / beta;
+  return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
 }
 
 __global__ void loss_prior_kernel(const float* __restrict__ conf, const float* __restrict__ loc,
@@ -323,7 +329,7 @@ __global__ void loss_prior_kernel(const float* __restrict__ conf, const float* _
     s.rank[e] = rank == 0.0f ? 0.0f : rank;
     double term = lse - double(z[label]);
     if (label > 0)
-      for (int j = 0; j < 4; ++j) term += smooth_l1(__fsub_rn(loc[e * 4 + j], loc_targets[e * 4 + j]));
+      for (int j = 0; j < 4; ++j) term += smooth_l1(double(__fsub_rn(loc[e * 4 + j], loc_targets[e * 4 + j])), 1.0);
     s.term[e] = term;
   }
 }
@@ -713,10 +719,8 @@ __global__ void __launch_bounds__(kBlock)
     if (k < positives)
       for (int j = 0; j < 4; ++j) {
         const double x = double(deltas[e * 4 + j]) - double(target_deltas[(size_t(p0) + k) * 4 + j]);
-        const double ax = fabs(x);
-        box += ax < kRpnBeta ? 0.5 * x * x / kRpnBeta : ax - 0.5 * kRpnBeta;
-        const double gx = ax < kRpnBeta ? x / kRpnBeta : (x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0));
-        atomicAdd(ddeltas + e * 4 + j, float(gx * g));
+        box += smooth_l1(x, kRpnBeta);
+        atomicAdd(ddeltas + e * 4 + j, float(smooth_l1_grad(x, kRpnBeta) * g));
       }
   }
   cls = block_sum(cls);
@@ -772,9 +776,8 @@ __global__ void __launch_bounds__(kBlock)
       const float* t = target_deltas + (size_t(t0) + r) * 4;
       for (int j = 0; j < 4; ++j) {
         const double x = double(box_deltas[size_t(r0) * row + at + j]) - double(t[j]);
-        const double a = fabs(x);
-        box += a < 1.0 ? 0.5 * x * x : a - 0.5;
-        db[at + j] = float((a < 1.0 ? x : (x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0))) * g);
+        box += smooth_l1(x, 1.0);
+        db[at + j] = float(smooth_l1_grad(x, 1.0) * g);
       }
     }
   }
