@@ -1,0 +1,295 @@
+// The emulator's host side: the CUDA runtime and cuBLAS calls kernels/cuda makes, on the CPU.
+// One device, "device" memory from the heap, every stream synchronous (work runs when queued, so
+// events are always complete). It checks what a GPU would refuse: a copy whose device side is not
+// inside one cudaMalloc allocation, a free of something never allocated, a bad launch (threads.cpp).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "kernels/emulate/runtime_state.h"
+
+namespace mlpd_emulate {
+
+namespace {
+
+std::mutex g_mutex;
+std::map<uintptr_t, size_t> g_allocations;  // device allocations: start -> bytes
+cudaError_t g_last_error = cudaSuccess;
+size_t g_max_dynamic_shared = 48 * 1024;
+unsigned long long g_launches = 0, g_threads = 0;
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "cuda emulator: %s\n", what);
+  std::abort();
+}
+
+bool inside_allocation(const void* p, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto it = g_allocations.upper_bound(a);
+  if (it == g_allocations.begin()) return false;
+  --it;
+  return a >= it->first && a + bytes <= it->first + it->second;
+}
+
+cudaError_t fail(cudaError_t e) {
+  g_last_error = e;
+  return e;
+}
+
+}  // namespace
+
+void set_last_error(cudaError_t e) { g_last_error = e; }
+size_t max_dynamic_shared_bytes() { return g_max_dynamic_shared; }
+void count_launch(unsigned long long threads) {
+  ++g_launches;
+  g_threads += threads;
+}
+bool is_device_range(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return inside_allocation(p, bytes);
+}
+
+}  // namespace mlpd_emulate
+
+using mlpd_emulate::fail;
+using mlpd_emulate::g_allocations;
+using mlpd_emulate::g_mutex;
+
+// ---------------------------------- devices ----------------------------------
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
+
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice);
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "CUDA emulator (CPU)");
+  prop->major = 9;
+  prop->minor = 0;
+  prop->totalGlobalMem = size_t(16) << 30;
+  prop->multiProcessorCount = 1;
+  prop->maxThreadsPerBlock = 1024;
+  prop->warpSize = 32;
+  prop->sharedMemPerBlock = 48 * 1024;
+  prop->sharedMemPerBlockOptin = 227 * 1024;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = mlpd_emulate::g_last_error;
+  mlpd_emulate::g_last_error = cudaSuccess;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError() { return mlpd_emulate::g_last_error; }
+
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument (emulator)";
+    case cudaErrorMemoryAllocation: return "out of memory (emulator)";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument (emulator)";
+    case cudaErrorInvalidDevice: return "invalid device ordinal (emulator)";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer (emulator)";
+    case cudaErrorNotReady: return "device not ready (emulator)";
+    default: return "error (emulator)";
+  }
+}
+
+cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value) {
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (value < 0 || value > 227 * 1024) return fail(cudaErrorInvalidValue);
+    mlpd_emulate::g_max_dynamic_shared = std::max(mlpd_emulate::g_max_dynamic_shared, size_t(value));
+  }
+  return cudaSuccess;
+}
+
+// ---------------------------------- memory ----------------------------------
+
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+  // Garbage, not zeros: a GPU's fresh memory holds whatever was there.
+  void* q = std::aligned_alloc(256, std::max<size_t>(256, (bytes + 255) / 256 * 256));
+  if (!q) return fail(cudaErrorMemoryAllocation);
+  std::memset(q, 0x5A, bytes);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_allocations[reinterpret_cast<uintptr_t>(q)] = bytes;
+  *p = q;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* p) {
+  if (!p) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_allocations.find(reinterpret_cast<uintptr_t>(p));
+  if (it == g_allocations.end()) return fail(cudaErrorInvalidDevicePointer);
+  g_allocations.erase(it);
+  std::free(p);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  *p = std::aligned_alloc(256, std::max<size_t>(256, (bytes + 255) / 256 * 256));
+  return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFreeHost(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  if (bytes == 0) return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const bool dst_dev = mlpd_emulate::inside_allocation(dst, bytes), src_dev = mlpd_emulate::inside_allocation(src, bytes);
+    bool ok = true;
+    switch (kind) {
+      case cudaMemcpyHostToDevice: ok = dst_dev && !src_dev; break;
+      case cudaMemcpyDeviceToHost: ok = src_dev && !dst_dev; break;
+      case cudaMemcpyDeviceToDevice: ok = src_dev && dst_dev; break;
+      default: break;
+    }
+    if (!ok) return fail(cudaErrorInvalidValue);
+  }
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
+}
+
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
+  if (bytes == 0) return cudaSuccess;
+  if (!mlpd_emulate::is_device_range(p, bytes)) return fail(cudaErrorInvalidValue);
+  std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void* p, int value, size_t bytes) { return cudaMemsetAsync(p, value, bytes, nullptr); }
+
+// ---------------------------------- streams and events ----------------------------------
+// Work runs when it is queued: a stream is a token, an event is always complete.
+
+namespace {
+int g_stream_token, g_event_token;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  *s = reinterpret_cast<cudaStream_t>(&g_stream_token);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+  *e = reinterpret_cast<cudaEvent_t>(&g_event_token);
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, 0); }
+cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
+  *ms = 0.0f;  // the emulator has no device clock
+  return cudaSuccess;
+}
+
+// ---------------------------------- cuBLAS ----------------------------------
+// Column-major, as cuBLAS: plain loops with fp32 sums (fp32 accumulation, as the GPU's FMA math).
+
+namespace {
+
+int g_blas_token;
+
+float element(const void* m, cudaDataType t, size_t i) {
+  if (t == CUDA_R_32F) return static_cast<const float*>(m)[i];
+  const uint32_t bits = uint32_t(static_cast<const uint16_t*>(m)[i]) << 16;  // CUDA_R_16BF
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// C[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * C, every matrix column-major.
+cublasStatus_t gemm_any(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const void* a,
+                        cudaDataType at, int lda, const void* b, cudaDataType bt, int ldb, float beta, float* c,
+                        int ldc) {
+  if (m < 0 || n < 0 || k < 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (lda < std::max(1, ta == CUBLAS_OP_N ? m : k) || ldb < std::max(1, tb == CUBLAS_OP_N ? k : n) ||
+      ldc < std::max(1, m))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      float sum = 0.0f;
+      for (int p = 0; p < k; ++p) {
+        const float av = element(a, at, ta == CUBLAS_OP_N ? size_t(p) * lda + i : size_t(i) * lda + p);
+        const float bv = element(b, bt, tb == CUBLAS_OP_N ? size_t(j) * ldb + p : size_t(p) * ldb + j);
+        sum = std::fma(av, bv, sum);
+      }
+      float& out = c[size_t(j) * ldc + i];
+      out = beta == 0.0f ? alpha * sum : alpha * sum + beta * out;  // beta 0: C is not read (may be NaN)
+    }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
+  *h = reinterpret_cast<cublasHandle_t>(&g_blas_token);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy_v2(cublasHandle_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+
+cublasStatus_t cublasSgemm_v2(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                              const float* alpha, const float* a, int lda, const float* b, int ldb, const float* beta,
+                              float* c, int ldc) {
+  return gemm_any(ta, tb, m, n, k, *alpha, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb, *beta, c, ldc);
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const void* alpha, const void* a, cudaDataType at, int lda, const void* b, cudaDataType bt,
+                            int ldb, const void* beta, void* c, cudaDataType ct, int ldc,
+                            cublasComputeType_t compute, cublasGemmAlgo_t) {
+  const auto known = [](cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_16BF; };
+  if (!known(at) || !known(bt) || ct != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  return gemm_any(ta, tb, m, n, k, *static_cast<const float*>(alpha), a, at, lda, b, bt, ldb,
+                  *static_cast<const float*>(beta), static_cast<float*>(c), ldc);
+}
+
+cublasStatus_t cublasSgemv_v2(cublasHandle_t, cublasOperation_t t, int m, int n, const float* alpha, const float* a,
+                              int lda, const float* x, int incx, const float* beta, float* y, int incy) {
+  if (m < 0 || n < 0 || lda < std::max(1, m) || incx == 0 || incy == 0) return CUBLAS_STATUS_INVALID_VALUE;
+  const int rows = t == CUBLAS_OP_N ? m : n, inner = t == CUBLAS_OP_N ? n : m;
+  for (int i = 0; i < rows; ++i) {
+    float sum = 0.0f;
+    for (int p = 0; p < inner; ++p) {
+      const float av = t == CUBLAS_OP_N ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p];
+      sum = std::fma(av, x[size_t(p) * incx], sum);
+    }
+    float& out = y[size_t(i) * incy];
+    out = *beta == 0.0f ? *alpha * sum : *alpha * sum + *beta * out;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}

@@ -1,0 +1,17 @@
+// What the emulator's runtime (runtime_api.cpp) and its scheduler (threads.cpp) share.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mlpd_emulate {
+
+void set_last_error(cudaError_t e);
+size_t max_dynamic_shared_bytes();  // 48 KiB, or more once cudaFuncSetAttribute raised it
+void count_launch(unsigned long long threads);
+
+// Whether [p, p + bytes) lies inside one live cudaMalloc allocation.
+bool is_device_range(const void* p, size_t bytes);
+
+}  // namespace mlpd_emulate
