@@ -64,20 +64,37 @@ using mlpd_emulate::g_mutex;
 
 // ---------------------------------- devices ----------------------------------
 
+// Eight devices, as on a GPU node, so that ranks on one host each get their own (each process
+// emulates the one it opens; MLPD_EMULATE_GPUS sets another count).
+namespace {
+int g_device = 0;
+int emulated_devices() {
+  static const int n = [] {
+    const char* v = std::getenv("MLPD_EMULATE_GPUS");
+    return v && std::atoi(v) >= 0 ? std::atoi(v) : 8;
+  }();
+  return n;
+}
+}  // namespace
+
 cudaError_t cudaGetDeviceCount(int* count) {
-  *count = 1;
+  *count = emulated_devices();
   return cudaSuccess;
 }
 
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
+cudaError_t cudaSetDevice(int device) {
+  if (device < 0 || device >= emulated_devices()) return fail(cudaErrorInvalidDevice);
+  g_device = device;
+  return cudaSuccess;
+}
 
 cudaError_t cudaGetDevice(int* device) {
-  *device = 0;
+  *device = g_device;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-  if (device != 0) return fail(cudaErrorInvalidDevice);
+  if (device < 0 || device >= emulated_devices()) return fail(cudaErrorInvalidDevice);
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof prop->name, "CUDA emulator (CPU)");
   prop->major = 9;

@@ -76,6 +76,7 @@ BlockRun g_run;
 char* g_stacks = nullptr;
 std::vector<unsigned char> g_dynamic_shared;
 std::recursive_mutex g_launch_mutex;  // one launch at a time in the process
+unsigned g_launch_parity = 0;
 
 [[noreturn]] void die(const char* what) {
   std::fprintf(stderr, "cuda emulator: %s\n", what);
@@ -133,9 +134,15 @@ void run_block(unsigned threads) {
     f.idx = uint3{t % bx, (t / bx) % by, t / (bx * by)};
     f.sp = fresh_stack(t);
   }
+  // Every other block runs its threads last to first (the first block of every other launch too):
+  // a race that one order hides (a thread reading what another writes without a barrier between)
+  // the other shows.
+  const unsigned block = (g_block_idx.z * g_grid_dim.y + g_block_idx.y) * g_grid_dim.x + g_block_idx.x;
+  const bool reverse = (block + g_launch_parity) % 2 == 1;
   unsigned live = threads;
   while (live > 0) {
-    for (unsigned t = 0; t < threads; ++t) {
+    for (unsigned k = 0; k < threads; ++k) {
+      const unsigned t = reverse ? threads - 1 - k : k;
       Fiber& f = g_run.fibers[t];
       if (f.state != State::runnable) continue;
       g_run.current = int(t);
@@ -210,6 +217,7 @@ void run_grid(dim3 grid, dim3 block, size_t shared_bytes, void (*thread_body)(vo
   g_grid_dim = grid;
   g_block_dim = block;
   count_launch(blocks * threads);
+  g_launch_parity ^= 1u;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {

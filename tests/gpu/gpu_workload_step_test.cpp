@@ -49,7 +49,9 @@ StepResult one_step(const std::string& benchmark, Device device, Precision preci
 
 // fp32: loss within 1e-4 relative, gradients within 2e-3 of each view's largest. bf16 (both devices
 // in bf16): activations rounded where the devices' fp32 sums differ may land a bf16 step apart, so
-// 1e-2 and 2e-2.
+// 1e-2 and 2e-2; and a pre-activation that close to zero may take the other side of a ReLU, which
+// changes that sample's whole contribution to the gradients below it: up to 1 in 10^4 of a view's
+// gradients may differ more (the emulator showed 22 of ncf's 1.16M mlp_item_embedding gradients).
 void expect_same_step(const std::string& benchmark, const std::vector<std::string>& sets,
                       Precision precision = Precision::fp32) {
   const bool bf16 = precision == Precision::bf16;
@@ -72,7 +74,8 @@ void expect_same_step(const std::string& benchmark, const std::vector<std::strin
       if (err > grad_rel * largest + 1e-7) ++wrong;
       if (err > worst_err) worst_err = err, worst = i;
     }
-    EXPECT_EQ(wrong, 0u) << benchmark << " view " << v.name << ": " << wrong << " of " << v.count
+    const size_t allowed = bf16 ? v.count / 10000 : 0;
+    EXPECT_LE(wrong, allowed) << benchmark << " view " << v.name << ": " << wrong << " of " << v.count
                          << " gradients differ beyond " << grad_rel << " of the view's largest (" << largest
                          << "); worst at " << worst
                          << ": cpu " << cpu.grads[v.offset + worst] << " gpu " << gpu.grads[v.offset + worst];
