@@ -2,6 +2,7 @@
 // One device, "device" memory from the heap, every stream synchronous (work runs when queued, so
 // events are always complete). It checks what a GPU would refuse: a copy whose device side is not
 // inside one cudaMalloc allocation, a free of something never allocated, a bad launch (threads.cpp).
+#include <cblas.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -233,39 +234,41 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
 }
 
 // ---------------------------------- cuBLAS ----------------------------------
-// Column-major, as cuBLAS: plain loops with fp32 sums (fp32 accumulation, as the GPU's FMA math).
+// Column-major, as cuBLAS: OpenBLAS's sgemm/sgemv (fp32 sums, as the GPU's fp32 math), bf16
+// operands widened to fp32 first.
 
 namespace {
 
 int g_blas_token;
 
-float element(const void* m, cudaDataType t, size_t i) {
-  if (t == CUDA_R_32F) return static_cast<const float*>(m)[i];
-  const uint32_t bits = uint32_t(static_cast<const uint16_t*>(m)[i]) << 16;  // CUDA_R_16BF
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+// op(M) of a column-major operand as fp32: the operand itself, or its bf16 values widened.
+const float* as_floats(const void* m, cudaDataType t, int rows, int cols, int ld, std::vector<float>& widened) {
+  if (t == CUDA_R_32F) return static_cast<const float*>(m);
+  widened.assign(size_t(ld) * cols, 0.0f);  // CUDA_R_16BF
+  const auto* h = static_cast<const uint16_t*>(m);
+  for (int c = 0; c < cols; ++c)
+    for (int r = 0; r < rows; ++r) {
+      const uint32_t bits = uint32_t(h[size_t(c) * ld + r]) << 16;
+      std::memcpy(&widened[size_t(c) * ld + r], &bits, 4);
+    }
+  return widened.data();
 }
+
+CBLAS_TRANSPOSE to_cblas(cublasOperation_t t) { return t == CUBLAS_OP_N ? CblasNoTrans : CblasTrans; }
 
 // C[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * C, every matrix column-major.
 cublasStatus_t gemm_any(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const void* a,
                         cudaDataType at, int lda, const void* b, cudaDataType bt, int ldb, float beta, float* c,
                         int ldc) {
   if (m < 0 || n < 0 || k < 0) return CUBLAS_STATUS_INVALID_VALUE;
-  if (lda < std::max(1, ta == CUBLAS_OP_N ? m : k) || ldb < std::max(1, tb == CUBLAS_OP_N ? k : n) ||
-      ldc < std::max(1, m))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      float sum = 0.0f;
-      for (int p = 0; p < k; ++p) {
-        const float av = element(a, at, ta == CUBLAS_OP_N ? size_t(p) * lda + i : size_t(i) * lda + p);
-        const float bv = element(b, bt, tb == CUBLAS_OP_N ? size_t(j) * ldb + p : size_t(p) * ldb + j);
-        sum = std::fma(av, bv, sum);
-      }
-      float& out = c[size_t(j) * ldc + i];
-      out = beta == 0.0f ? alpha * sum : alpha * sum + beta * out;  // beta 0: C is not read (may be NaN)
-    }
+  const int a_rows = ta == CUBLAS_OP_N ? m : k, a_cols = ta == CUBLAS_OP_N ? k : m;
+  const int b_rows = tb == CUBLAS_OP_N ? k : n, b_cols = tb == CUBLAS_OP_N ? n : k;
+  if (lda < std::max(1, a_rows) || ldb < std::max(1, b_rows) || ldc < std::max(1, m)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  std::vector<float> wa, wb;
+  const float* fa = as_floats(a, at, a_rows, a_cols, lda, wa);
+  const float* fb = as_floats(b, bt, b_rows, b_cols, ldb, wb);
+  cblas_sgemm(CblasColMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, fa, lda, fb, ldb, beta, c, ldc);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -298,15 +301,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperatio
 cublasStatus_t cublasSgemv_v2(cublasHandle_t, cublasOperation_t t, int m, int n, const float* alpha, const float* a,
                               int lda, const float* x, int incx, const float* beta, float* y, int incy) {
   if (m < 0 || n < 0 || lda < std::max(1, m) || incx == 0 || incy == 0) return CUBLAS_STATUS_INVALID_VALUE;
-  const int rows = t == CUBLAS_OP_N ? m : n, inner = t == CUBLAS_OP_N ? n : m;
-  for (int i = 0; i < rows; ++i) {
-    float sum = 0.0f;
-    for (int p = 0; p < inner; ++p) {
-      const float av = t == CUBLAS_OP_N ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p];
-      sum = std::fma(av, x[size_t(p) * incx], sum);
-    }
-    float& out = y[size_t(i) * incy];
-    out = *beta == 0.0f ? *alpha * sum : *alpha * sum + *beta * out;
-  }
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  cblas_sgemv(CblasColMajor, to_cblas(t), m, n, *alpha, a, lda, x, incx, *beta, y, incy);
   return CUBLAS_STATUS_SUCCESS;
 }
