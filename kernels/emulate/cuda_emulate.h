@@ -32,9 +32,27 @@ extern dim3 g_block_dim, g_grid_dim;
 // nothing.
 void run_grid(dim3 grid, dim3 block, size_t shared_bytes, void (*thread_body)(void*), void* ctx);
 
+// A pointer argument of a kernel must point into device memory (one cudaMalloc allocation, or one
+// past its end) or page-locked host memory, as a GPU can reach nothing else: else the launch aborts,
+// naming the argument. Pointers inside struct arguments are not seen.
+void check_kernel_pointer(const void* p, int argument);
+
 template <class Args, class Kernel>
 void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t /*stream: every launch is synchronous*/,
             Args args, Kernel kernel) {
+  std::apply(
+      [](const auto&... a) {
+        int i = 0;
+        (
+            [&](const auto& v) {
+              using T = std::decay_t<decltype(v)>;
+              if constexpr (std::is_pointer_v<T> && !std::is_function_v<std::remove_pointer_t<T>>)
+                if (v) check_kernel_pointer(static_cast<const void*>(v), i);
+              ++i;
+            }(a),
+            ...);
+      },
+      args);
   struct Ctx {
     Args* args;
     Kernel* kernel;
@@ -110,54 +128,30 @@ T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
 }
 
 // Atomics: one fiber runs at a time, so a plain read-modify-write is atomic.
-template <class T>
-T atomicAdd(T* p, T v) {
+namespace mlpd_emulate {
+template <class T, class F>
+T read_modify_write(T* p, F f) {
   const T old = *p;
-  *p = old + v;
+  *p = f(old);
   return old;
 }
+}  // namespace mlpd_emulate
 template <class T>
-T atomicSub(T* p, T v) {
-  const T old = *p;
-  *p = old - v;
-  return old;
-}
+T atomicAdd(T* p, T v) { return mlpd_emulate::read_modify_write(p, [v](T o) { return T(o + v); }); }
 template <class T>
-T atomicMax(T* p, T v) {
-  const T old = *p;
-  *p = old < v ? v : old;
-  return old;
-}
+T atomicSub(T* p, T v) { return mlpd_emulate::read_modify_write(p, [v](T o) { return T(o - v); }); }
 template <class T>
-T atomicMin(T* p, T v) {
-  const T old = *p;
-  *p = v < old ? v : old;
-  return old;
-}
+T atomicMax(T* p, T v) { return mlpd_emulate::read_modify_write(p, [v](T o) { return o < v ? v : o; }); }
 template <class T>
-T atomicExch(T* p, T v) {
-  const T old = *p;
-  *p = v;
-  return old;
-}
+T atomicMin(T* p, T v) { return mlpd_emulate::read_modify_write(p, [v](T o) { return v < o ? v : o; }); }
 template <class T>
-T atomicCAS(T* p, T compare, T v) {
-  const T old = *p;
-  if (old == compare) *p = v;
-  return old;
-}
+T atomicExch(T* p, T v) { return mlpd_emulate::read_modify_write(p, [v](T) { return v; }); }
 template <class T>
-T atomicOr(T* p, T v) {
-  const T old = *p;
-  *p = old | v;
-  return old;
-}
+T atomicCAS(T* p, T compare, T v) { return mlpd_emulate::read_modify_write(p, [=](T o) { return o == compare ? v : o; }); }
 template <class T>
-T atomicAnd(T* p, T v) {
-  const T old = *p;
-  *p = old & v;
-  return old;
-}
+T atomicOr(T* p, T v) { return mlpd_emulate::read_modify_write(p, [v](T o) { return T(o | v); }); }
+template <class T>
+T atomicAnd(T* p, T v) { return mlpd_emulate::read_modify_write(p, [v](T o) { return T(o & v); }); }
 
 // The device's min and max overloads (the GPU's math library has them unqualified).
 inline int min(int a, int b) { return a < b ? a : b; }
@@ -202,36 +196,22 @@ inline float __int2float_rn(int x) { return static_cast<float>(x); }
 inline int __float2int_rn(float x) { return static_cast<int>(nearbyintf(x)); }
 inline int __float2int_rz(float x) { return static_cast<int>(x); }
 inline int __float2int_rd(float x) { return static_cast<int>(floorf(x)); }
-inline unsigned __float_as_uint(float x) {
-  unsigned u;
-  std::memcpy(&u, &x, 4);
-  return u;
+// The reinterpreting casts: a bit copy (std::bit_cast needs C++20; the .cu files are C++17).
+namespace mlpd_emulate {
+template <class To, class From>
+To bits_as(From v) {
+  static_assert(sizeof(To) == sizeof(From));
+  To out;
+  std::memcpy(&out, &v, sizeof out);
+  return out;
 }
-inline float __uint_as_float(unsigned u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-inline int __float_as_int(float x) {
-  int u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-inline float __int_as_float(int u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-inline long long __double_as_longlong(double x) {
-  long long u;
-  std::memcpy(&u, &x, 8);
-  return u;
-}
-inline double __longlong_as_double(long long u) {
-  double x;
-  std::memcpy(&x, &u, 8);
-  return x;
-}
+}  // namespace mlpd_emulate
+inline unsigned __float_as_uint(float x) { return mlpd_emulate::bits_as<unsigned>(x); }
+inline float __uint_as_float(unsigned u) { return mlpd_emulate::bits_as<float>(u); }
+inline int __float_as_int(float x) { return mlpd_emulate::bits_as<int>(x); }
+inline float __int_as_float(int u) { return mlpd_emulate::bits_as<float>(u); }
+inline long long __double_as_longlong(double x) { return mlpd_emulate::bits_as<long long>(x); }
+inline double __longlong_as_double(long long u) { return mlpd_emulate::bits_as<double>(u); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(unsigned(x)); }

@@ -22,6 +22,7 @@ namespace {
 
 std::mutex g_mutex;
 std::map<uintptr_t, size_t> g_allocations;  // device allocations: start -> bytes
+std::map<uintptr_t, size_t> g_pinned;       // cudaMallocHost allocations: start -> bytes
 cudaError_t g_last_error = cudaSuccess;
 size_t g_max_dynamic_shared = 48 * 1024;
 unsigned long long g_launches = 0, g_threads = 0;
@@ -31,13 +32,15 @@ unsigned long long g_launches = 0, g_threads = 0;
   std::abort();
 }
 
-bool inside_allocation(const void* p, size_t bytes) {
+bool inside(const std::map<uintptr_t, size_t>& allocations, const void* p, size_t bytes) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  auto it = g_allocations.upper_bound(a);
-  if (it == g_allocations.begin()) return false;
+  auto it = allocations.upper_bound(a);
+  if (it == allocations.begin()) return false;
   --it;
   return a >= it->first && a + bytes <= it->first + it->second;
 }
+
+bool inside_allocation(const void* p, size_t bytes) { return inside(g_allocations, p, bytes); }
 
 cudaError_t fail(cudaError_t e) {
   g_last_error = e;
@@ -55,6 +58,15 @@ void count_launch(unsigned long long threads) {
 bool is_device_range(const void* p, size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return inside_allocation(p, bytes);
+}
+
+void check_kernel_pointer(const void* p, int argument) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  // bytes 0: one past the end of an allocation is a valid argument (an empty range's start).
+  if (inside(g_allocations, p, 0) || inside(g_pinned, p, 0)) return;
+  char msg[160];
+  std::snprintf(msg, sizeof msg, "kernel argument %d is a host pointer (%p): a GPU cannot read it", argument, p);
+  die(msg);
 }
 
 }  // namespace mlpd_emulate
@@ -165,10 +177,16 @@ cudaError_t cudaFree(void* p) {
 
 cudaError_t cudaMallocHost(void** p, size_t bytes) {
   *p = std::aligned_alloc(256, std::max<size_t>(256, (bytes + 255) / 256 * 256));
-  return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+  if (!*p) return fail(cudaErrorMemoryAllocation);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  mlpd_emulate::g_pinned[reinterpret_cast<uintptr_t>(*p)] = bytes;
+  return cudaSuccess;
 }
 
 cudaError_t cudaFreeHost(void* p) {
+  if (!p) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (mlpd_emulate::g_pinned.erase(reinterpret_cast<uintptr_t>(p)) == 0) return fail(cudaErrorInvalidValue);
   std::free(p);
   return cudaSuccess;
 }

@@ -6,6 +6,11 @@
 // per switch, and a launch switches twice per thread at least.
 #include <sys/mman.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define MLPD_EMULATE_ASAN 1
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -58,7 +63,8 @@ constexpr unsigned kMaxThreads = 1024;
 enum class State { runnable, at_block_barrier, at_warp_barrier, done };
 
 struct Fiber {
-  void* sp = nullptr;  // saved stack pointer while switched out
+  void* sp = nullptr;    // saved stack pointer while switched out
+  void* fake = nullptr;  // AddressSanitizer's fake stack of the fiber while switched out
   State state = State::runnable;
   uint3 idx{};
 };
@@ -83,13 +89,47 @@ unsigned g_launch_parity = 0;
   std::abort();
 }
 
+// The switches, told to AddressSanitizer when it is built in (it must know which stack runs).
+#ifdef MLPD_EMULATE_ASAN
+void* g_scheduler_fake = nullptr;
+const void* g_scheduler_bottom = nullptr;
+size_t g_scheduler_size = 0;
+#endif
+
+void switch_to_fiber(Fiber& f, unsigned t) {
+#ifdef MLPD_EMULATE_ASAN
+  __sanitizer_start_switch_fiber(&g_scheduler_fake, g_stacks + size_t(t) * kStackBytes, kStackBytes);
+#else
+  (void)t;
+#endif
+  mlpd_emulate_switch_stack(&g_run.scheduler_sp, f.sp);
+#ifdef MLPD_EMULATE_ASAN
+  __sanitizer_finish_switch_fiber(g_scheduler_fake, nullptr, nullptr);
+#endif
+}
+
+void switch_to_scheduler(Fiber& f, bool finished) {
+#ifdef MLPD_EMULATE_ASAN
+  __sanitizer_start_switch_fiber(finished ? nullptr : &f.fake, g_scheduler_bottom, g_scheduler_size);
+#else
+  (void)finished;
+#endif
+  mlpd_emulate_switch_stack(&f.sp, g_run.scheduler_sp);
+#ifdef MLPD_EMULATE_ASAN
+  __sanitizer_finish_switch_fiber(f.fake, &g_scheduler_bottom, &g_scheduler_size);
+#endif
+}
+
 // A fiber's first frame, entered by the switch's `ret`; it never returns.
 void fiber_main() {
+#ifdef MLPD_EMULATE_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &g_scheduler_bottom, &g_scheduler_size);
+#endif
   const int index = g_run.current;
   g_run.body(g_run.ctx);
   Fiber& f = g_run.fibers[size_t(index)];
   f.state = State::done;
-  mlpd_emulate_switch_stack(&f.sp, g_run.scheduler_sp);
+  switch_to_scheduler(f, true);
   die("a finished fiber resumed");
 }
 
@@ -112,7 +152,7 @@ Fiber& current_fiber() {
 void wait_at(State s) {
   Fiber& f = current_fiber();
   f.state = s;
-  mlpd_emulate_switch_stack(&f.sp, g_run.scheduler_sp);
+  switch_to_scheduler(f, false);
 }
 
 void run_block(unsigned threads) {
@@ -147,7 +187,7 @@ void run_block(unsigned threads) {
       if (f.state != State::runnable) continue;
       g_run.current = int(t);
       g_thread_idx = f.idx;
-      mlpd_emulate_switch_stack(&g_run.scheduler_sp, f.sp);
+      switch_to_fiber(f, t);
       if (f.state == State::done) --live;
     }
     g_run.current = -1;
