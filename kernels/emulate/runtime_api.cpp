@@ -1,5 +1,5 @@
 // The emulator's host side: the CUDA runtime and cuBLAS calls kernels/cuda makes, on the CPU.
-// One device, "device" memory from the heap, every stream synchronous (work runs when queued, so
+// Eight devices, "device" memory from the heap, every stream synchronous (work runs when queued, so
 // events are always complete). It checks what a GPU would refuse: a copy whose device side is not
 // inside one cudaMalloc allocation, a free of something never allocated, a bad launch (threads.cpp).
 #include <cblas.h>
@@ -25,12 +25,6 @@ std::map<uintptr_t, size_t> g_allocations;  // device allocations: start -> byte
 std::map<uintptr_t, size_t> g_pinned;       // cudaMallocHost allocations: start -> bytes
 cudaError_t g_last_error = cudaSuccess;
 size_t g_max_dynamic_shared = 48 * 1024;
-unsigned long long g_launches = 0, g_threads = 0;
-
-[[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "cuda emulator: %s\n", what);
-  std::abort();
-}
 
 bool inside(const std::map<uintptr_t, size_t>& allocations, const void* p, size_t bytes) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
@@ -49,12 +43,12 @@ cudaError_t fail(cudaError_t e) {
 
 }  // namespace
 
+void die(const char* what) {
+  std::fprintf(stderr, "cuda emulator: %s\n", what);
+  std::abort();
+}
 void set_last_error(cudaError_t e) { g_last_error = e; }
 size_t max_dynamic_shared_bytes() { return g_max_dynamic_shared; }
-void count_launch(unsigned long long threads) {
-  ++g_launches;
-  g_threads += threads;
-}
 bool is_device_range(const void* p, size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return inside_allocation(p, bytes);

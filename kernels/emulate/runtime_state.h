@@ -7,9 +7,9 @@
 
 namespace mlpd_emulate {
 
+[[noreturn]] void die(const char* what);  // prints "cuda emulator: what" and aborts
 void set_last_error(cudaError_t e);
 size_t max_dynamic_shared_bytes();  // 48 KiB, or more once cudaFuncSetAttribute raised it
-void count_launch(unsigned long long threads);
 
 // Whether [p, p + bytes) lies inside one live cudaMalloc allocation.
 bool is_device_range(const void* p, size_t bytes);

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <vector>
 
@@ -84,11 +83,6 @@ std::vector<unsigned char> g_dynamic_shared;
 std::recursive_mutex g_launch_mutex;  // one launch at a time in the process
 unsigned g_launch_parity = 0;
 
-[[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "cuda emulator: %s\n", what);
-  std::abort();
-}
-
 // The switches, told to AddressSanitizer when it is built in (it must know which stack runs).
 #ifdef MLPD_EMULATE_ASAN
 void* g_scheduler_fake = nullptr;
@@ -144,10 +138,12 @@ void* fresh_stack(unsigned t) {
   return sp;
 }
 
-Fiber& current_fiber() {
+int current_fiber_index() {
   if (g_run.current < 0) die("a barrier or warp collective outside a kernel");
-  return g_run.fibers[size_t(g_run.current)];
+  return g_run.current;
 }
+
+Fiber& current_fiber() { return g_run.fibers[size_t(current_fiber_index())]; }
 
 void wait_at(State s) {
   Fiber& f = current_fiber();
@@ -256,7 +252,6 @@ void run_grid(dim3 grid, dim3 block, size_t shared_bytes, void (*thread_body)(vo
   g_run.ctx = ctx;
   g_grid_dim = grid;
   g_block_dim = block;
-  count_launch(blocks * threads);
   g_launch_parity ^= 1u;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
@@ -267,7 +262,7 @@ void run_grid(dim3 grid, dim3 block, size_t shared_bytes, void (*thread_body)(vo
 }
 
 void* dynamic_shared() {
-  if (g_run.current < 0 && g_run.fibers.empty()) die("dynamic shared memory outside a kernel");
+  if (g_run.current < 0) die("dynamic shared memory outside a kernel");
   return g_dynamic_shared.data();
 }
 
@@ -280,15 +275,6 @@ void sync_warp() {
   if (g_block_dim.x * g_block_dim.y * g_block_dim.z == 1) return;
   wait_at(State::at_warp_barrier);
 }
-
-namespace {
-
-int current_fiber_index() {
-  if (g_run.current < 0) die("a warp collective outside a kernel");
-  return g_run.current;
-}
-
-}  // namespace
 
 int lane() { return current_fiber_index() % 32; }
 
