@@ -23,6 +23,10 @@
 
 using namespace mlpd;
 
+// The CUDA emulator (kernels/emulate) counts the host's waits for the device; a real GPU build has
+// no such function, and the bench then prints no count.
+extern "C" long mlpd_emulate_host_waits() __attribute__((weak));
+
 int main(int argc, char** argv) {
   openblas_set_num_threads(1);
   World w = init_world(&argc, &argv);
@@ -68,6 +72,13 @@ int main(int argc, char** argv) {
     return e.exit_code;
   }
   Workload* wl = built.workload.get();
+  if (wl->has_own_driver()) {
+    if (w.rank == 0)
+      std::fprintf(stderr, "bench_train: error: %s drives its own loop (self-play, then training steps): time it with "
+                   "`mlperf-dist train`\n", benchmark.c_str());
+    finalize_world(w);
+    return 2;
+  }
   Hyperparams& hp = built.hyper;
   std::unique_ptr<Communicator>& comm = built.comm;
   std::unique_ptr<Communicator> comm_off;
@@ -92,13 +103,16 @@ int main(int argc, char** argv) {
   std::vector<double> step_s[2];
   double comm_s[2] = {0, 0}, total_s[2] = {0, 0};
   double samples[2] = {0, 0};
+  long host_waits[2] = {0, 0};
   const int runs = compare_overlap ? 2 : 1;
   for (int i = 0; i < runs * (warmup + steps); ++i) {
     const int k = compare_overlap ? i % 2 : 0;
     Communicator& c = k == 0 ? *comm : *comm_off;
     barrier(w);
     auto t0 = std::chrono::steady_clock::now();
+    const long waits_before = mlpd_emulate_host_waits ? mlpd_emulate_host_waits() : 0;
     StepOutcome o = train_one_step(w, c, *wl, hp.optimizer, 0.01f, 0, (i / runs) % wl->facts.steps_per_epoch);
+    const long step_waits = mlpd_emulate_host_waits ? mlpd_emulate_host_waits() - waits_before : 0;
     synchronize(run.device);  // a GPU step ends when its optimizer update has run, not when it is queued
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // The step's time is its slowest rank's (what the next barrier waits for).
@@ -108,6 +122,7 @@ int main(int argc, char** argv) {
       comm_s[k] += o.comm_seconds;
       total_s[k] += dt;
       samples[k] += o.work;
+      host_waits[k] += step_waits;
     }
   }
   auto median = [](std::vector<double> v) {
@@ -121,6 +136,11 @@ int main(int argc, char** argv) {
                   compare_overlap ? (k == 0 ? "overlap on:  " : "overlap off: ") : "", w.size, steps, 1000 * med,
                   static_cast<double>(global_batch) / med, samples[k] / total_s[k],
                   100 * comm_s[k] / total_s[k], wl->facts.flops_per_sample * static_cast<double>(global_batch) / med / w.size / 1e9);
+    // Each is a point where the GPU drains: the host waits for a value, then queues the next work.
+    if (w.rank == 0 && mlpd_emulate_host_waits)
+      std::printf("%shost waits per step (rank 0, counted by the CUDA emulator): %.2f\n",
+                  compare_overlap ? (k == 0 ? "overlap on:  " : "overlap off: ") : "",
+                  double(host_waits[k]) / std::max(1, steps));
   }
   {
     // Per rank: a rank that always waits in the allreduce points at systematic skew (another rank

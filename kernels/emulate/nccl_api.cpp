@@ -83,6 +83,7 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
                            ncclComm_t comm, cudaStream_t) {
   if (!float32_sum(t) || op != ncclSum || !comm) return ncclInvalidArgument;
   if (!on_device(send, count * 4) || !on_device(recv, count * 4)) return ncclInvalidArgument;
+  mlpd_emulate::note_queued_work();
   const int rc = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, int(count), MPI_FLOAT, MPI_SUM, comm->mpi);
   return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError;
 }
@@ -92,6 +93,7 @@ ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataT
   if (!float32_sum(t) || !comm || root < 0 || root >= comm->size) return ncclInvalidArgument;
   if ((comm->rank == root && !on_device(send, count * 4)) || !on_device(recv, count * 4)) return ncclInvalidArgument;
   if (comm->rank == root && send != recv) std::memmove(recv, send, count * 4);
+  mlpd_emulate::note_queued_work();
   const int rc = MPI_Bcast(recv, int(count), MPI_FLOAT, root, comm->mpi);
   return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError;
 }
@@ -103,6 +105,7 @@ ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, n
     return ncclInvalidArgument;
   // In place (recv inside send) is allowed by NCCL: reduce from a copy.
   std::vector<float> in(static_cast<const float*>(send), static_cast<const float*>(send) + recvcount * comm->size);
+  mlpd_emulate::note_queued_work();
   const int rc = MPI_Reduce_scatter_block(in.data(), recv, int(recvcount), MPI_FLOAT, MPI_SUM, comm->mpi);
   return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError;
 }
@@ -113,6 +116,7 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount, ncclD
   if (!on_device(send, sendcount * 4) || !on_device(recv, sendcount * 4 * size_t(comm->size)))
     return ncclInvalidArgument;
   std::vector<float> in(static_cast<const float*>(send), static_cast<const float*>(send) + sendcount);
+  mlpd_emulate::note_queued_work();
   const int rc = MPI_Allgather(in.data(), int(sendcount), MPI_FLOAT, recv, int(sendcount), MPI_FLOAT, comm->mpi);
   return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError;
 }

@@ -6,7 +6,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <dlfcn.h>
+#include <execinfo.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +45,44 @@ cudaError_t fail(cudaError_t e) {
   return e;
 }
 
+// A host wait: a call on which a GPU's host would wait for queued work (a stream, event or device
+// synchronize, a copy to pageable host memory) with work queued since the last one. A GPU idles
+// while its host waits, and then while the host queues the next work: this is how waits per step
+// are counted here (bench_train prints them; mlpd_emulate_host_waits below). With
+// MLPD_EMULATE_HOST_WAITS set, each is also counted by its call stack and the sites are printed at
+// exit as module+offset (addr2line -f -C -e MODULE OFFSET names them).
+std::atomic<bool> g_work_queued{false};  // NCCL's calls may come from the communicator's thread
+std::atomic<long> g_host_waits{0};
+
+struct WaitSites {
+  std::map<std::vector<void*>, long> counts;
+  ~WaitSites() {
+    for (const auto& [stack, count] : counts) {
+      std::fprintf(stderr, "cuda emulator: wait site %ld", count);
+      for (void* frame : stack) {
+        Dl_info info{};
+        if (dladdr(frame, &info) && info.dli_fname)
+          std::fprintf(stderr, " %s+0x%lx", info.dli_fname,
+                       static_cast<unsigned long>(reinterpret_cast<uintptr_t>(frame) -
+                                                  reinterpret_cast<uintptr_t>(info.dli_fbase) - 1));
+      }
+      std::fprintf(stderr, "\n");
+    }
+  }
+};
+
+void count_host_wait() {
+  if (!g_work_queued.exchange(false)) return;
+  ++g_host_waits;
+  static const bool by_site = std::getenv("MLPD_EMULATE_HOST_WAITS") != nullptr;
+  if (!by_site) return;
+  static WaitSites sites;
+  void* frames[10];
+  const int n = backtrace(frames, 10);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++sites.counts[std::vector<void*>(frames + std::min(n, 2), frames + n)];  // not this function nor its caller
+}
+
 }  // namespace
 
 void die(const char* what) {
@@ -48,6 +90,7 @@ void die(const char* what) {
   std::abort();
 }
 void set_last_error(cudaError_t e) { g_last_error = e; }
+void note_queued_work() { g_work_queued = true; }
 size_t max_dynamic_shared_bytes() { return g_max_dynamic_shared; }
 bool is_device_range(const void* p, size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -64,6 +107,10 @@ void check_kernel_pointer(const void* p, int argument) {
 }
 
 }  // namespace mlpd_emulate
+
+// The host waits counted so far (see count_host_wait): a program built against the emulator may
+// declare it weak and read it; on a GPU it is absent.
+extern "C" long mlpd_emulate_host_waits() { return mlpd_emulate::g_host_waits.load(); }
 
 using mlpd_emulate::fail;
 using mlpd_emulate::g_allocations;
@@ -115,7 +162,10 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  mlpd_emulate::count_host_wait();
+  return cudaSuccess;
+}
 
 cudaError_t cudaGetLastError() {
   const cudaError_t e = mlpd_emulate::g_last_error;
@@ -185,7 +235,7 @@ cudaError_t cudaFreeHost(void* p) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   if (bytes == 0) return cudaSuccess;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -199,6 +249,12 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
     }
     if (!ok) return fail(cudaErrorInvalidValue);
   }
+  // A GPU's host waits for a copy into pageable memory, and for every cudaMemcpy: for the work queued
+  // before it (the copy itself, once the device is idle, is no drain).
+  if (!stream || (kind == cudaMemcpyDeviceToHost && !mlpd_emulate::inside(mlpd_emulate::g_pinned, dst, bytes)))
+    mlpd_emulate::count_host_wait();
+  else
+    mlpd_emulate::note_queued_work();
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
@@ -210,6 +266,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
   if (bytes == 0) return cudaSuccess;
   if (!mlpd_emulate::is_device_range(p, bytes)) return fail(cudaErrorInvalidValue);
+  mlpd_emulate::note_queued_work();
   std::memset(p, value, bytes);
   return cudaSuccess;
 }
@@ -229,7 +286,10 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
 }
 cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
 cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  mlpd_emulate::count_host_wait();
+  return cudaSuccess;
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
   *e = reinterpret_cast<cudaEvent_t>(&g_event_token);
@@ -239,7 +299,10 @@ cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e,
 cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  mlpd_emulate::count_host_wait();
+  return cudaSuccess;
+}
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
   *ms = 0.0f;  // the emulator has no device clock
   return cudaSuccess;
@@ -277,6 +340,7 @@ cublasStatus_t gemm_any(cublasOperation_t ta, cublasOperation_t tb, int m, int n
   const int b_rows = tb == CUBLAS_OP_N ? k : n, b_cols = tb == CUBLAS_OP_N ? n : k;
   if (lda < std::max(1, a_rows) || ldb < std::max(1, b_rows) || ldc < std::max(1, m)) return CUBLAS_STATUS_INVALID_VALUE;
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  mlpd_emulate::note_queued_work();
   std::vector<float> wa, wb;
   const float* fa = as_floats(a, at, a_rows, a_cols, lda, wa);
   const float* fb = as_floats(b, bt, b_rows, b_cols, ldb, wb);
@@ -314,6 +378,7 @@ cublasStatus_t cublasSgemv_v2(cublasHandle_t, cublasOperation_t t, int m, int n,
                               int lda, const float* x, int incx, const float* beta, float* y, int incy) {
   if (m < 0 || n < 0 || lda < std::max(1, m) || incx == 0 || incy == 0) return CUBLAS_STATUS_INVALID_VALUE;
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  mlpd_emulate::note_queued_work();
   cblas_sgemv(CblasColMajor, to_cblas(t), m, n, *alpha, a, lda, x, incx, *beta, y, incy);
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -227,6 +227,7 @@ void run_block(unsigned threads) {
 void run_grid(dim3 grid, dim3 block, size_t shared_bytes, void (*thread_body)(void*), void* ctx) {
   std::lock_guard<std::recursive_mutex> lock(g_launch_mutex);
   if (g_run.current >= 0) die("a kernel launched from inside a kernel");
+  note_queued_work();
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
   if (threads == 0 || threads > kMaxThreads || block.z > 64 || blocks == 0 || grid.y > 65535 || grid.z > 65535 ||

@@ -94,6 +94,30 @@ TEST_F(GpuWorkloadStep, ResnetMiniBf16StepMatchesTheCpuBf16Step) {
 
 TEST_F(GpuWorkloadStep, NcfMiniBf16StepMatchesTheCpuBf16Step) { expect_same_step("ncf", {}, Precision::bf16); }
 
+// The evaluation on the device scores many users per forward (neumf_score_users: one host wait per
+// call); the CPU one user at a time through its split first layer. HR@10 and NDCG from the same
+// initial parameters: the hits may differ only where the two devices' rounding reorders a user's
+// near-tied scores.
+TEST_F(GpuWorkloadStep, NcfMiniEvaluationMatchesTheCpu) {
+  const WorkloadEntry& entry = find_workload("ncf");
+  const nlohmann::json config = resolve_config(find_scale(entry.spec, "mini").defaults_yaml, "", {});
+  auto evaluate_on = [&](Device device) {
+    std::unique_ptr<Workload> wl = entry.make({0, 1, "mini", test_data_dir(), device, Precision::fp32}, config);
+    wl->init_parameters(1234);
+    for (float& p : wl->store.params) p *= 30.0f;  // away from the near-zero init: scores spread out
+    place_store_on(wl->store, device);
+    return wl->evaluate().sums;
+  };
+  const std::vector<double> cpu = evaluate_on(Device::cpu), gpu = evaluate_on(Device::cuda);
+  ASSERT_EQ(cpu.size(), 3u);  // hits, users, ndcg
+  ASSERT_EQ(gpu.size(), 3u);
+  EXPECT_EQ(gpu[1], cpu[1]);
+  EXPECT_GT(cpu[0], 0.0);
+  EXPECT_LT(cpu[0], cpu[1]);  // neither no hit nor every user a hit: the comparison can fail
+  EXPECT_NEAR(gpu[0], cpu[0], 0.005 * cpu[1] + 1.0);
+  EXPECT_NEAR(gpu[2], cpu[2], 0.005 * cpu[1] + 1.0);
+}
+
 // Dropout stays on: its masks are a function of (seed, element offset) on both devices.
 TEST_F(GpuWorkloadStep, TransformerMiniStepMatchesTheCpu) { expect_same_step("transformer", {"global_batch_size=32"}); }
 

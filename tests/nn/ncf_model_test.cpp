@@ -76,9 +76,18 @@ TEST(NeuMF, EvalScoringMatchesTheTrainingForward) {
     const float* a = neumf_forward(*m, store, users.data(), items.data(), n);
     const std::vector<float> ref(a, a + n);
     neumf_eval_prepare(*m, store);
-    const float* b = neumf_score_user(*m, store, u, items.data(), n);
+    const float* b = neumf_score_users(*m, store, u, 1, items.data(), n);
     for (int i = 0; i < n; ++i) EXPECT_NEAR(b[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << "user " << u << " row " << i;
   }
+  // Three users at once, three items each: user 1 + j scores items[3j .. 3j + 2].
+  const std::vector<int32_t> users{1, 1, 1, 2, 2, 2, 3, 3, 3};
+  const float* a = neumf_forward(*m, store, users.data(), items.data(), n);
+  const std::vector<float> ref(a, a + n);
+  neumf_eval_prepare(*m, store);
+  EXPECT_EQ(neumf_eval_users_per_call(*m, 3), 1);  // the CPU scores a user at a time
+  const float* b = neumf_score_users(*m, store, 1, 3, items.data(), 3);
+  for (int i = 0; i < n; ++i) EXPECT_NEAR(b[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << "three users, row " << i;
+  EXPECT_ANY_THROW(neumf_score_users(*m, store, 0, 4, items.data(), 3));  // 12 pairs > max_batch 9
 }
 
 TEST(HitRate, HandMadeListsWithKnownAnswers) {

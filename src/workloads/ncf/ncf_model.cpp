@@ -67,8 +67,8 @@ std::unique_ptr<NeuMF> build_neumf(const NeuMFSpec& spec, ParamStore& store) {
     r.device_users = idx;
     r.device_items = idx + B;
     r.eval_users.assign(static_cast<size_t>(B), 0);
-    r.host_scores.assign(static_cast<size_t>(B), 0.0f);
   }
+  r.host_scores.assign(static_cast<size_t>(B), 0.0f);  // neumf_score_users' several users
   return m;
 }
 
@@ -180,15 +180,10 @@ void neumf_eval_prepare(NeuMF& m, const ParamStore& store) {
        0.0f, m.item_l1.data(), L1);
 }
 
-const float* neumf_score_user(NeuMF& m, const ParamStore& store, int32_t user, const int32_t* items, int n) {
-  MLPD_CHECK(n >= 0 && n <= m.spec.max_batch, "NeuMF batch exceeds the model's max batch");
-  MLPD_CHECK(m.eval_prepared, "neumf_score_user before neumf_eval_prepare");
-  if (m.spec.device != Device::cpu) {
-    std::fill_n(m.eval_users.begin(), n, user);
-    const float* scores = neumf_forward(m, store, m.eval_users.data(), items, n);
-    copy_to_host(m.spec.device, m.host_scores.data(), scores, sizeof(float) * static_cast<size_t>(n));
-    return m.host_scores.data();
-  }
+namespace {
+
+// One user's scores on the CPU: the split first layer (neumf_eval_prepare). Returns m.logits.
+const float* score_user_cpu(NeuMF& m, const ParamStore& store, int32_t user, const int32_t* items, int n) {
   const auto& L = m.spec.mlp_layers;
   const int F = m.spec.mf_dim, E = L[0] / 2, L1 = L[1], zw = F + L.back();
   // User half of layer 1 plus its bias.
@@ -220,6 +215,32 @@ const float* neumf_score_user(NeuMF& m, const ParamStore& store, int32_t user, c
   }
   linear_forward(m.z, n, zw, 1, param_ptr(store, m.final_w), param_ptr(store, m.final_b), m.logits);
   return m.logits;
+}
+
+}  // namespace
+
+int neumf_eval_users_per_call(const NeuMF& m, int per_user) {
+  if (m.spec.device == Device::cpu || per_user <= 0) return 1;
+  return std::max(1, m.spec.max_batch / per_user);
+}
+
+const float* neumf_score_users(NeuMF& m, const ParamStore& store, int32_t first_user, int users,
+                               const int32_t* items, int per_user) {
+  const int64_t n = int64_t(users) * per_user;
+  MLPD_CHECK(users >= 0 && per_user >= 0 && n <= m.spec.max_batch, "NeuMF batch exceeds the model's max batch");
+  MLPD_CHECK(m.eval_prepared, "neumf_score_users before neumf_eval_prepare");
+  if (m.spec.device != Device::cpu) {
+    for (int j = 0; j < users; ++j)
+      std::fill_n(m.eval_users.begin() + int64_t(j) * per_user, per_user, first_user + j);
+    const float* scores = neumf_forward(m, store, m.eval_users.data(), items, static_cast<int>(n));
+    copy_to_host(m.spec.device, m.host_scores.data(), scores, sizeof(float) * static_cast<size_t>(n));
+    return m.host_scores.data();
+  }
+  if (users == 1) return score_user_cpu(m, store, first_user, items, per_user);
+  for (int j = 0; j < users; ++j)
+    std::copy_n(score_user_cpu(m, store, first_user + j, items + int64_t(j) * per_user, per_user), per_user,
+                m.host_scores.begin() + int64_t(j) * per_user);
+  return m.host_scores.data();
 }
 
 std::string neumf_summary(const NeuMF& m, const ParamStore& store) {

@@ -45,11 +45,11 @@ struct NeuMF {
   float* logits = nullptr;
   // Backward scratch.
   float *dz = nullptr, *dgmf_u = nullptr, *dgmf_i = nullptr, *dh_a = nullptr, *dh_b = nullptr, *dx0 = nullptr;
-  // On a GPU: the batch's indices copied up, and one user's scores copied back for the metric.
+  // On a GPU: the batch's indices copied up, and the evaluated pairs' users.
   int32_t* device_users = nullptr;
   int32_t* device_items = nullptr;
   std::vector<int32_t> eval_users;
-  std::vector<float> host_scores;
+  std::vector<float> host_scores;  // [max_batch]: neumf_score_users' scores for the metric
   // CPU evaluation: the item half of the first MLP layer, q_i^M * W1[E:2E, :], for every item.
   std::vector<float> item_l1;  // [items, L1], filled by neumf_eval_prepare
   std::vector<float> user_l1;  // [L1]
@@ -72,11 +72,17 @@ void neumf_backward(NeuMF& m, ParamStore& store, const int32_t* users, const int
 // Evaluation scoring, exact up to float rounding and cheaper than neumf_forward: the first MLP
 // layer splits into a user half (once per user) and an item half (once per evaluation, for all
 // items), so each (user, item) pair costs the layers after the first. Call neumf_eval_prepare
-// once after the parameters change, then neumf_score_user for each user (n <= max_batch); it
-// returns HOST scores. On a GPU the scores come from neumf_forward on (user, item) pairs instead
-// (the same function up to float rounding) and are copied back.
+// once after the parameters change, then neumf_score_users for consecutive users. It returns HOST
+// scores [users, per_user]: user first_user + j's items are items[j * per_user ...] and
+// users * per_user <= max_batch. On a GPU the scores come from neumf_forward on the (user, item)
+// pairs instead (the same function up to float rounding), all users' pairs in one forward and one
+// copy back: the host waits once per call, so a caller scores neumf_eval_users_per_call users at once.
 void neumf_eval_prepare(NeuMF& m, const ParamStore& store);
-const float* neumf_score_user(NeuMF& m, const ParamStore& store, int32_t user, const int32_t* items, int n);
+const float* neumf_score_users(NeuMF& m, const ParamStore& store, int32_t first_user, int users,
+                               const int32_t* items, int per_user);
+// How many users one neumf_score_users call should score: 1 on the CPU (the split first layer works
+// a user at a time), as many as fit in max_batch on a GPU.
+int neumf_eval_users_per_call(const NeuMF& m, int per_user);
 std::string neumf_summary(const NeuMF& m, const ParamStore& store);
 // Dense FLOPs of forward + backward per sample (embedding traffic not counted).
 double neumf_train_flops_per_sample(const NeuMF& m);

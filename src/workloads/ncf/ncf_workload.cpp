@@ -122,15 +122,22 @@ EvalPartial NcfWorkload::evaluate() {
   const int c = s.data.eval_negatives + 1;
   double hits = 0.0, users = 0.0, ndcg = 0.0;
   neumf_eval_prepare(*s.net, store);
-  for (int64_t u = sl.begin; u < sl.begin + sl.count; ++u) {
-    int32_t* it = s.items.data();
-    it[0] = s.data.eval_items[static_cast<size_t>(u)];
-    std::copy_n(s.data.eval_negs.data() + static_cast<size_t>(u) * s.data.eval_negatives, s.data.eval_negatives, it + 1);
-    const float* logits = neumf_score_user(*s.net, store, static_cast<int32_t>(u), it, c);
-    const HitNdcg h = hit_ndcg_at_k(logits, c, kTopK);
-    hits += h.hit ? 1.0 : 0.0;
-    ndcg += h.ndcg;
-    users += 1;
+  const int per_call = neumf_eval_users_per_call(*s.net, c);
+  for (int64_t first = sl.begin; first < sl.begin + sl.count; first += per_call) {
+    const int k = static_cast<int>(std::min<int64_t>(per_call, sl.begin + sl.count - first));
+    for (int j = 0; j < k; ++j) {
+      const auto u = static_cast<size_t>(first + j);
+      int32_t* it = s.items.data() + static_cast<size_t>(j) * c;
+      it[0] = s.data.eval_items[u];
+      std::copy_n(s.data.eval_negs.data() + u * s.data.eval_negatives, s.data.eval_negatives, it + 1);
+    }
+    const float* logits = neumf_score_users(*s.net, store, static_cast<int32_t>(first), k, s.items.data(), c);
+    for (int j = 0; j < k; ++j) {
+      const HitNdcg h = hit_ndcg_at_k(logits + static_cast<size_t>(j) * c, c, kTopK);
+      hits += h.hit ? 1.0 : 0.0;
+      ndcg += h.ndcg;
+      users += 1;
+    }
   }
   return {{hits, users, ndcg}, {}};
 }
