@@ -165,6 +165,8 @@ int main(int argc, char** argv) {
                 1000 * median(diff), 100 * median(diff) / median(step_s[1]), on_faster, diff.size(),
                 1000 * comm_s[0] / steps, 1000 * comm_s[1] / steps);
   }
+  comm_off.reset();  // the communicators (NCCL's, the MPI backend's) before MPI goes
+  built.comm.reset();
   finalize_world(w);
   return 0;
 }

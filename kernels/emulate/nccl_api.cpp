@@ -56,7 +56,10 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm) {
-    MPI_Comm_free(&comm->mpi);
+    // A real NCCL communicator outlives MPI: a program may destroy it after MPI_Finalize.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm->mpi);
     delete comm;
   }
   return ncclSuccess;

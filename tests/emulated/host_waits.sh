@@ -23,4 +23,12 @@ for b in resnet ncf transformer gnmt ssd maskrcnn; do
   python3 -c "import sys; sys.exit(float('$waits') > ${budget[$b]})" ||
     fail "$b waits on the GPU $waits times per step, more than its budget of ${budget[$b]}"
 done
+# At two ranks the gradients go through NCCL buckets from backward, ordered by events: no host wait.
+"${MPIRUN[@]}" -np 2 "$BENCH" --benchmark ncf --data-dir "$DATA" --device cuda --steps 2 --warmup 1 \
+  --set "${sets[ncf]}" > "$WORK/ncf2.txt" 2>&1 || { tail -20 "$WORK/ncf2.txt"; fail "bench_train ncf at 2 ranks failed"; }
+grep -q "backend auto (nccl)" "$WORK/ncf2.txt" || { grep "^communication" "$WORK/ncf2.txt"; fail "ncf at 2 ranks: not NCCL"; }
+waits=$(sed -n 's/^host waits per step (rank 0, counted by the CUDA emulator): //p' "$WORK/ncf2.txt")
+echo "ncf at 2 ranks (NCCL): $waits host waits per step (budget ${budget[ncf]})"
+python3 -c "import sys; sys.exit(float('${waits:-99}') > ${budget[ncf]})" ||
+  fail "ncf at 2 ranks waits on the GPU $waits times per step, more than its budget of ${budget[ncf]}"
 echo "host_waits: ok"
