@@ -76,6 +76,24 @@ std::shared_ptr<Dev<T>> on_gpu(std::vector<T> host) {
 }
 std::shared_ptr<DevF> gpu_zeros(size_t n) { return on_gpu(std::vector<float>(n, 0.0f)); }
 
+// Where a CUDA loss op adds its sum (kernels/op_signatures.inc: loss ops ADD to doubles of the op's
+// memory): `count` device doubles, zeroed on allocation. The timed runs keep adding into them; a
+// check zeroes them, runs the op and reads them back (a wait for the queued work).
+struct DevSum {
+  size_t count;
+  DeviceBytes bytes;
+  explicit DevSum(size_t c) : count(c), bytes(alloc_on(Device::cuda, c * sizeof(double))) { zero(); }
+  double* d() const { return as<double>(bytes); }
+  void zero() { zero_on(Device::cuda, d(), count * sizeof(double)); }
+  std::vector<double> download() const {
+    std::vector<double> h(count);
+    copy_to_host(Device::cuda, h.data(), d(), count * sizeof(double));
+    return h;
+  }
+  double read() const { return download()[0]; }
+};
+std::shared_ptr<DevSum> gpu_loss_sum(size_t count = 1) { return std::make_shared<DevSum>(count); }
+
 // Scratch for an op that takes an Arena: each device's *_scratch_floats is its own, so the CUDA op
 // gets its table's count in device memory and the CPU op its own in host memory (slack for alignment).
 std::shared_ptr<Arena> gpu_arena(size_t floats) {
@@ -396,18 +414,22 @@ Case xent_case(int n, int classes, const char* label) {
   auto z = std::make_shared<DevF>(randf(size_t(n) * classes, 22, -4.0f, 4.0f));
   auto labels = std::make_shared<DevI>(randi(n, 23, classes));
   auto dz = std::make_shared<DevF>(std::vector<float>(size_t(n) * classes, 0.0f));
+  auto loss = gpu_loss_sum();
   Case r{"softmax_xent", std::to_string(n) + "x" + std::to_string(classes) + " " + label};
   r.bytes = kF * 2.0 * n * classes;
   r.flops = 8.0 * n * classes;
   r.run = [=] {
     int correct = 0;
-    G().softmax_xent(z->d(), labels->d(), n, classes, 0.1f, 1.0f / n, dz->d(), &correct);
+    G().softmax_xent(z->d(), labels->d(), n, classes, 0.1f, 1.0f / n, dz->d(), loss->d(), &correct);
   };
   r.check = [=] {
     int gc = -1, cc = -2;
-    const double gl = G().softmax_xent(z->d(), labels->d(), n, classes, 0.1f, 1.0f / n, dz->d(), &gc);
+    loss->zero();
+    G().softmax_xent(z->d(), labels->d(), n, classes, 0.1f, 1.0f / n, dz->d(), loss->d(), &gc);
+    const double gl = loss->read();
     std::vector<float> want(dz->host.size());
-    const double cl = C().softmax_xent(z->host.data(), labels->host.data(), n, classes, 0.1f, 1.0f / n, want.data(), &cc);
+    double cl = 0.0;
+    C().softmax_xent(z->host.data(), labels->host.data(), n, classes, 0.1f, 1.0f / n, want.data(), &cl, &cc);
     return wrong_scalar("softmax_xent loss", gl, cl, 1e-5, 1e-5) + size_t(gc != cc) +
            count_wrong("softmax_xent dlogits", dz->download(), want, 1e-4, 1e-6 / n);
   };
@@ -532,14 +554,18 @@ Case bce_case(int n, const char* label) {
   for (int i = 0; i < n; ++i) yh[i] = float(rng_below(77, 36, uint64_t(i), 5) == 0);  // 1 positive : 4 negatives
   auto y = std::make_shared<DevF>(yh);
   auto dz = std::make_shared<DevF>(std::vector<float>(n, 0.0f));
+  auto loss = gpu_loss_sum();
   Case r{"sigmoid_bce", std::to_string(n) + " " + label};
   r.bytes = kF * 3.0 * n;
   r.flops = 12.0 * n;
-  r.run = [=] { G().sigmoid_bce(z->d(), y->d(), n, 1.0f / n, dz->d()); };
+  r.run = [=] { G().sigmoid_bce(z->d(), y->d(), n, 1.0f / n, dz->d(), loss->d()); };
   r.check = [=] {
-    const double gs = G().sigmoid_bce(z->d(), y->d(), n, 1.0f / n, dz->d());
+    loss->zero();
+    G().sigmoid_bce(z->d(), y->d(), n, 1.0f / n, dz->d(), loss->d());
+    const double gs = loss->read();
     std::vector<float> want(n);
-    const double cs = C().sigmoid_bce(z->host.data(), y->host.data(), n, 1.0f / n, want.data());
+    double cs = 0.0;
+    C().sigmoid_bce(z->host.data(), y->host.data(), n, 1.0f / n, want.data(), &cs);
     return wrong_scalar("sigmoid_bce sum", gs, cs, 1e-6, 1e-6) +
            count_wrong("sigmoid_bce dlogits", dz->download(), want, 1e-5, 1e-6 / n);
   };
@@ -1050,25 +1076,30 @@ Case rpn_loss_case(int n, int A, int per_image, const char* label) {
        pf = on_gpu(std::vector<int32_t>(positive_first));
   auto dobj = on_gpu(std::vector<float>(size_t(n) * A, 0.0f)), ddel = on_gpu(std::vector<float>(size_t(n) * A * 4, 0.0f));
   auto arena = gpu_arena(G().rpn_loss_scratch_floats(n));
+  auto parts = gpu_loss_sum(2);
   char shape[96];
   std::snprintf(shape, sizeof shape, "n%d, %d anchors, %d samples each %s", n, A, per_image, label);
   Case r{"rpn_loss_batch", shape};
   // Both gradients zeroed whole (n A x 5 floats written), the samples' values read and gradients
-  // written; it waits for the loss.
+  // written; it adds the loss's two parts to device doubles.
   r.bytes = kF * (5.0 * n * A + 12.0 * n * per_image);
   r.flops = 40.0 * n * per_image;
   r.run = [=] {
     G().rpn_loss_batch(obj->d(), del->d(), n, A, idx->d(), sf->d(), pf->d(), targets->d(), 0.5f, dobj->d(), ddel->d(),
-                       nullptr, nullptr, *arena);
+                       parts->d(), *arena);
   };
   r.check = [=] {
-    const double got = G().rpn_loss_batch(obj->d(), del->d(), n, A, idx->d(), sf->d(), pf->d(), targets->d(), 0.5f,
-                                          dobj->d(), ddel->d(), nullptr, nullptr, *arena);
+    parts->zero();
+    G().rpn_loss_batch(obj->d(), del->d(), n, A, idx->d(), sf->d(), pf->d(), targets->d(), 0.5f, dobj->d(), ddel->d(),
+                       parts->d(), *arena);
+    const std::vector<double> gp = parts->download();
+    const double got = gp[0] + gp[1];
     std::vector<float> wo(dobj->host.size()), wd(ddel->host.size());
     Arena ca = cpu_arena(C().rpn_loss_scratch_floats(n));
-    const double want = C().rpn_loss_batch(obj->host.data(), del->host.data(), n, A, index.data(), sample_first.data(),
-                                           positive_first.data(), targets->host.data(), 0.5f, wo.data(), wd.data(),
-                                           nullptr, nullptr, ca);
+    double cp[2] = {0.0, 0.0};
+    C().rpn_loss_batch(obj->host.data(), del->host.data(), n, A, index.data(), sample_first.data(),
+                       positive_first.data(), targets->host.data(), 0.5f, wo.data(), wd.data(), cp, ca);
+    const double want = cp[0] + cp[1];
     return size_t(std::fabs(got - want) > 1e-9 * std::fabs(want)) +
            count_wrong("rpn_loss_batch dobjectness", dobj->download(), wo, 1e-6, 1e-9) +
            count_wrong("rpn_loss_batch ddeltas", ddel->download(), wd, 1e-6, 1e-9);
@@ -1092,25 +1123,30 @@ Case box_loss_case(int n, int rows, int classes, const char* label) {
        ff = on_gpu(std::vector<int32_t>(fg_first));
   auto dcls = on_gpu(std::vector<float>(R * classes, 0.0f)), dbox = on_gpu(std::vector<float>(R * classes * 4, 0.0f));
   auto arena = gpu_arena(G().rcnn_box_loss_scratch_floats(n));
+  auto parts = gpu_loss_sum(2);
   char shape[96];
   std::snprintf(shape, sizeof shape, "n%d x %d RoIs, %d classes %s", n, rows, classes, label);
   Case r{"rcnn_box_loss", shape};
   // The logits read and their gradient written, the deltas' gradient zeroed and the foreground's
-  // read; per logit an exp twice. It waits for the loss.
+  // read; per logit an exp twice. It adds the loss's two parts to device doubles.
   r.bytes = kF * (2.0 * R * classes + 4.0 * R * classes + 2.0 * R);
   r.flops = 2.0 * 20.0 * double(R) * classes;
   r.run = [=] {
     G().rcnn_box_loss(logits->d(), deltas->d(), n, classes, lab->d(), rf->d(), ff->d(), targets->d(), 0.5f, dcls->d(),
-                      dbox->d(), nullptr, nullptr, *arena);
+                      dbox->d(), parts->d(), *arena);
   };
   r.check = [=] {
-    const double got = G().rcnn_box_loss(logits->d(), deltas->d(), n, classes, lab->d(), rf->d(), ff->d(),
-                                         targets->d(), 0.5f, dcls->d(), dbox->d(), nullptr, nullptr, *arena);
+    parts->zero();
+    G().rcnn_box_loss(logits->d(), deltas->d(), n, classes, lab->d(), rf->d(), ff->d(), targets->d(), 0.5f, dcls->d(),
+                      dbox->d(), parts->d(), *arena);
+    const std::vector<double> gp = parts->download();
+    const double got = gp[0] + gp[1];
     std::vector<float> wc(dcls->host.size()), wb(dbox->host.size());
     Arena ca = cpu_arena(C().rcnn_box_loss_scratch_floats(n));
-    const double want = C().rcnn_box_loss(logits->host.data(), deltas->host.data(), n, classes, labels.data(),
-                                          row_first.data(), fg_first.data(), targets->host.data(), 0.5f, wc.data(),
-                                          wb.data(), nullptr, nullptr, ca);
+    double cp[2] = {0.0, 0.0};
+    C().rcnn_box_loss(logits->host.data(), deltas->host.data(), n, classes, labels.data(), row_first.data(),
+                      fg_first.data(), targets->host.data(), 0.5f, wc.data(), wb.data(), cp, ca);
+    const double want = cp[0] + cp[1];
     return size_t(std::fabs(got - want) > 1e-9 * std::fabs(want)) +
            count_wrong("rcnn_box_loss dcls", dcls->download(), wc, 1e-6, 1e-9) +
            count_wrong("rcnn_box_loss dbox", dbox->download(), wb, 1e-6, 1e-9);
@@ -1132,6 +1168,7 @@ Case mask_loss_case(int n, int rows_per_image, int mask, int classes, const char
   auto lab = on_gpu(std::vector<int32_t>(labels)), rf = on_gpu(std::vector<int32_t>(row_first));
   auto targets = on_gpu(std::vector<uint8_t>(th));
   auto arena = gpu_arena(G().rcnn_mask_loss_scratch_floats(n, rows, pixels));
+  auto loss = gpu_loss_sum();
   char shape[96];
   std::snprintf(shape, sizeof shape, "n%d x %d rows of %dx%d, %d classes %s", n, rows_per_image, mask, mask, classes,
                 label);
@@ -1141,15 +1178,18 @@ Case mask_loss_case(int n, int rows_per_image, int mask, int classes, const char
   r.flops = 12.0 * double(rows) * pixels;
   r.run = [=] {
     G().rcnn_mask_loss(logits->d(), n, rows, pixels, classes, lab->d(), targets->d(), rf->d(), 0.5f, dlogits->d(),
-                       *arena);
+                       loss->d(), *arena);
   };
   r.check = [=] {
-    const double got = G().rcnn_mask_loss(logits->d(), n, rows, pixels, classes, lab->d(), targets->d(), rf->d(), 0.5f,
-                                          dlogits->d(), *arena);
+    loss->zero();
+    G().rcnn_mask_loss(logits->d(), n, rows, pixels, classes, lab->d(), targets->d(), rf->d(), 0.5f, dlogits->d(),
+                       loss->d(), *arena);
+    const double got = loss->read();
     std::vector<float> want(total);
     Arena ca = cpu_arena(C().rcnn_mask_loss_scratch_floats(n, rows, pixels));
-    const double w = C().rcnn_mask_loss(logits->host.data(), n, rows, pixels, classes, labels.data(), th.data(),
-                                        row_first.data(), 0.5f, want.data(), ca);
+    double w = 0.0;
+    C().rcnn_mask_loss(logits->host.data(), n, rows, pixels, classes, labels.data(), th.data(), row_first.data(), 0.5f,
+                       want.data(), &w, ca);
     return size_t(std::fabs(got - w) > 1e-6 * std::fabs(w)) +
            count_wrong("rcnn_mask_loss dlogits", dlogits->download(), want, 1e-5, 1e-9);
   };
@@ -1216,29 +1256,32 @@ Case ssd_loss_case(int n, int P, int classes, const char* label) {
   auto labels = on_gpu(std::move(lh));
   auto dconf = gpu_zeros(NPC), dloc = gpu_zeros(NP * 4);
   auto arena = gpu_arena(G().ssd_loss_scratch_floats(n, P));
+  auto loss = gpu_loss_sum();
   const float scale = 1.0f / float(n);
   char shape[96];
   std::snprintf(shape, sizeof shape, "n%d P%d C%d %s", n, P, classes, label);
   Case r{"ssd_multibox_loss", shape};
   // conf, loc, loc targets, labels in; dconf, dloc out. Per logit the log-sum-exp and the softmax of
   // the gradient; per offset the smooth L1 and its gradient (the mining's sort not counted). It waits
-  // for the loss.
+  // for num_pos (host memory); the loss is added to a device double.
   r.bytes = kF * (2.0 * double(NPC) + 12.0 * double(NP)) + 4.0 * double(NP);
   r.flops = (2 * kExp + 6) * double(NPC) + 4 * 6.0 * double(NP);
   r.run = [=] {
     int pos = 0;
     G().ssd_multibox_loss(conf->d(), loc->d(), labels->d(), targets->d(), n, P, classes, 3.0f, scale, dconf->d(),
-                          dloc->d(), &pos, *arena);
+                          dloc->d(), loss->d(), &pos, *arena);
   };
   r.check = [=] {
     int gpos = -1, cpos = -2;
-    const double gl = G().ssd_multibox_loss(conf->d(), loc->d(), labels->d(), targets->d(), n, P, classes, 3.0f, scale,
-                                            dconf->d(), dloc->d(), &gpos, *arena);
+    loss->zero();
+    G().ssd_multibox_loss(conf->d(), loc->d(), labels->d(), targets->d(), n, P, classes, 3.0f, scale, dconf->d(),
+                          dloc->d(), loss->d(), &gpos, *arena);
+    const double gl = loss->read();
     std::vector<float> wdc(NPC), wdl(NP * 4);
     Arena ca = cpu_arena(C().ssd_loss_scratch_floats(n, P));
-    const double cl = C().ssd_multibox_loss(conf->host.data(), loc->host.data(), labels->host.data(),
-                                            targets->host.data(), n, P, classes, 3.0f, scale, wdc.data(), wdl.data(),
-                                            &cpos, ca);
+    double cl = 0.0;
+    C().ssd_multibox_loss(conf->host.data(), loc->host.data(), labels->host.data(), targets->host.data(), n, P,
+                          classes, 3.0f, scale, wdc.data(), wdl.data(), &cl, &cpos, ca);
     return size_t(gpos != cpos) + wrong_scalar("ssd_multibox_loss loss", gl, cl, 1e-9, 0.0) +
            count_wrong_scaled("ssd_multibox_loss dconf", dconf->download(), wdc, 1e-6, 1e-7) +
            count_wrong_scaled("ssd_multibox_loss dloc", dloc->download(), wdl, 1e-6, 1e-7);
@@ -1299,6 +1342,7 @@ Case minigo_loss_case(bool value, int n, int moves, const char* label) {
   }
   auto targets = on_gpu(std::move(th)), dx = gpu_zeros(m);
   auto arena = gpu_arena(G().minigo_loss_scratch_floats(n));
+  auto loss = gpu_loss_sum();
   const float scale = 1.0f / float(n);
   char shape[96];
   if (value) std::snprintf(shape, sizeof shape, "%d %s", n, label);
@@ -1306,15 +1350,19 @@ Case minigo_loss_case(bool value, int n, int moves, const char* label) {
   Case r{value ? "tanh_mse" : "softmax_xent_soft", shape};
   r.bytes = kF * 3.0 * double(m);  // logits, targets in; gradient out (a double per row in scratch not counted)
   r.flops = (kExp + 6) * double(m);
-  auto call = [=](const OpTable& t, const float* px, const float* pt, float* pdx, Arena& a) {
-    return value ? t.tanh_mse(px, pt, n, scale, pdx, a) : t.softmax_xent_soft(px, pt, n, moves, scale, pdx, a);
+  auto call = [=](const OpTable& t, const float* px, const float* pt, float* pdx, double* ploss, Arena& a) {
+    if (value) t.tanh_mse(px, pt, n, scale, pdx, ploss, a);
+    else t.softmax_xent_soft(px, pt, n, moves, scale, pdx, ploss, a);
   };
-  r.run = [=] { call(G(), x->d(), targets->d(), dx->d(), *arena); };
+  r.run = [=] { call(G(), x->d(), targets->d(), dx->d(), loss->d(), *arena); };
   r.check = [=] {
-    const double gl = call(G(), x->d(), targets->d(), dx->d(), *arena);
+    loss->zero();
+    call(G(), x->d(), targets->d(), dx->d(), loss->d(), *arena);
+    const double gl = loss->read();
     std::vector<float> want(m);
     Arena ca = cpu_arena(C().minigo_loss_scratch_floats(n));
-    const double cl = call(C(), x->host.data(), targets->host.data(), want.data(), ca);
+    double cl = 0.0;
+    call(C(), x->host.data(), targets->host.data(), want.data(), &cl, ca);
     return wrong_scalar((r.op + " loss").c_str(), gl, cl, 1e-12, 0.0) +
            count_wrong((r.op + " gradient").c_str(), dx->download(), want, 1e-6, 1e-6);
   };

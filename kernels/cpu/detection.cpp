@@ -174,9 +174,9 @@ size_t ssd_loss_scratch_floats(int /*n*/, int num_priors) {
          floats_for_bytes(P * sizeof(int32_t)) + floats_for_bytes(P);
 }
 
-double ssd_multibox_loss(const float* conf, const float* loc, const int32_t* labels, const float* loc_targets, int n,
-                         int num_priors, int classes, float neg_pos_ratio, float grad_scale, float* dconf, float* dloc,
-                         int* num_pos, Arena& arena) {
+void ssd_multibox_loss(const float* conf, const float* loc, const int32_t* labels, const float* loc_targets, int n,
+                       int num_priors, int classes, float neg_pos_ratio, float grad_scale, float* dconf, float* dloc,
+                       double* loss_sum, int* num_pos, Arena& arena) {
   ArenaScope scope(arena);
   const int P = num_priors, C = classes;
   double* lse = take<double>(arena, size_t(P));
@@ -252,7 +252,7 @@ double ssd_multibox_loss(const float* conf, const float* loc, const int32_t* lab
         }
   }
   if (num_pos) *num_pos = total_pos;
-  return total;
+  if (loss_sum) *loss_sum += total;
 }
 
 // =============================== SSD post-processing ===============================
@@ -465,10 +465,10 @@ void rpn_proposals(const float* objectness, const float* deltas, const float* an
 
 size_t rpn_loss_scratch_floats(int /*n*/) { return 0; }
 
-double rpn_loss_batch(const float* objectness, const float* deltas, int n, int num_anchors,
-                      const int32_t* sample_index, const int32_t* sample_first, const int32_t* positive_first,
-                      const float* target_deltas, float grad_scale, float* dobjectness, float* ddeltas, double* cls,
-                      double* box, Arena& /*arena*/) {
+void rpn_loss_batch(const float* objectness, const float* deltas, int n, int num_anchors,
+                    const int32_t* sample_index, const int32_t* sample_first, const int32_t* positive_first,
+                    const float* target_deltas, float grad_scale, float* dobjectness, float* ddeltas,
+                    double* loss_parts, Arena& /*arena*/) {
   constexpr double kBeta = 1.0 / 9.0;
   const int A = num_anchors;
   double cls_total = 0.0, box_total = 0.0;
@@ -503,16 +503,17 @@ double rpn_loss_batch(const float* objectness, const float* deltas, int n, int n
     cls_total += count > 0 ? cls_sum / count : 0.0;
     box_total += count > 0 ? box_sum / count : 0.0;
   }
-  if (cls) *cls = cls_total;
-  if (box) *box = box_total;
-  return cls_total + box_total;
+  if (loss_parts) {
+    loss_parts[0] += cls_total;
+    loss_parts[1] += box_total;
+  }
 }
 
 size_t rcnn_box_loss_scratch_floats(int /*n*/) { return 0; }
 
-double rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, int classes, const int32_t* labels,
-                     const int32_t* row_first, const int32_t* fg_first, const float* target_deltas, float grad_scale,
-                     float* dcls, float* dbox, double* cls, double* box, Arena& /*arena*/) {
+void rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, int classes, const int32_t* labels,
+                   const int32_t* row_first, const int32_t* fg_first, const float* target_deltas, float grad_scale,
+                   float* dcls, float* dbox, double* loss_parts, Arena& /*arena*/) {
   MLPD_CHECK(classes >= 2, "rcnn_box_loss: need a background and at least one class");
   MLPD_CHECK((cls_logits == nullptr) == (dcls == nullptr), "rcnn_box_loss: logits and their gradient go together");
   const int row = classes * 4;
@@ -523,10 +524,12 @@ double rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, in
     float* db = dbox + size_t(r0) * row;
     std::fill(db, db + size_t(k) * row, 0.0f);
     if (k == 0) continue;
-    if (cls_logits)
-      cls_total += softmax_xent(cls_logits + size_t(r0) * classes, labels + r0, k, classes, 0.0f, grad_scale / float(k),
-                                dcls + size_t(r0) * classes, nullptr) /
-                   k;
+    if (cls_logits) {
+      double image_cls = 0.0;
+      softmax_xent(cls_logits + size_t(r0) * classes, labels + r0, k, classes, 0.0f, grad_scale / float(k),
+                   dcls + size_t(r0) * classes, &image_cls, nullptr);
+      cls_total += image_cls / k;
+    }
     const double g = double(grad_scale) / k;
     double sum = 0.0;
     for (int i = 0; i < fg; ++i) {
@@ -542,9 +545,10 @@ double rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, in
     }
     box_total += sum / k;
   }
-  if (cls) *cls = cls_total;
-  if (box) *box = box_total;
-  return cls_total + box_total;
+  if (loss_parts) {
+    loss_parts[0] += cls_total;
+    loss_parts[1] += box_total;
+  }
 }
 
 // An image's picked logits, their targets and gradients, contiguous, for sigmoid_bce.
@@ -552,9 +556,9 @@ size_t rcnn_mask_loss_scratch_floats(int /*n*/, int rows, int pixels) {
   return 3 * floats_for_bytes(size_t(std::max(rows, 0)) * size_t(std::max(pixels, 0)) * sizeof(float));
 }
 
-double rcnn_mask_loss(const float* logits, int n, int rows, int pixels, int classes, const int32_t* labels,
-                      const uint8_t* targets, const int32_t* row_first, float grad_scale, float* dlogits,
-                      Arena& arena) {
+void rcnn_mask_loss(const float* logits, int n, int rows, int pixels, int classes, const int32_t* labels,
+                    const uint8_t* targets, const int32_t* row_first, float grad_scale, float* dlogits,
+                    double* loss_sum, Arena& arena) {
   MLPD_CHECK(n >= 0 && rows >= 0 && pixels >= 0 && classes >= 1 && row_first[n] == rows && row_first[0] == 0,
              "rcnn_mask_loss: inconsistent rows");
   std::fill(dlogits, dlogits + size_t(rows) * pixels * classes, 0.0f);
@@ -577,14 +581,16 @@ double rcnn_mask_loss(const float* logits, int n, int rows, int pixels, int clas
         t[i] = targets[e] ? 1.0f : 0.0f;
       }
     }
-    total += sigmoid_bce(z, t, static_cast<int>(count), grad_scale / float(count), dz) / double(count);
+    double image = 0.0;
+    sigmoid_bce(z, t, static_cast<int>(count), grad_scale / float(count), dz, &image);
+    total += image / double(count);
     for (int r = 0; r < k; ++r)
       for (int p = 0; p < pixels; ++p) {
         const size_t e = size_t(r0 + r) * pixels + p;
         dlogits[e * classes + size_t(labels[r0 + r])] += dz[size_t(r) * pixels + p];  // onto 0, as a scatter-add
       }
   }
-  return total;
+  if (loss_sum) *loss_sum += total;
 }
 
 }  // namespace mlpd

@@ -9,8 +9,8 @@ namespace mlpd {
 
 size_t minigo_loss_scratch_floats(int /*n*/) { return 0; }
 
-double softmax_xent_soft(const float* logits, const float* targets, int n, int classes, float grad_scale,
-                         float* dlogits, Arena& /*arena*/) {
+void softmax_xent_soft(const float* logits, const float* targets, int n, int classes, float grad_scale,
+                       float* dlogits, double* loss_sum, Arena& /*arena*/) {
   double total = 0.0;
   for (int i = 0; i < n; ++i) {
     const float* z = logits + size_t(i) * classes;
@@ -28,10 +28,10 @@ double softmax_xent_soft(const float* logits, const float* targets, int n, int c
       for (int j = 0; j < classes; ++j) g[j] = float((std::exp(double(z[j]) - lse) - double(t[j])) * grad_scale);
     }
   }
-  return total;
+  if (loss_sum) *loss_sum += total;
 }
 
-double tanh_mse(const float* x, const float* z, int n, float grad_scale, float* dx, Arena& /*arena*/) {
+void tanh_mse(const float* x, const float* z, int n, float grad_scale, float* dx, double* loss_sum, Arena& /*arena*/) {
   double total = 0.0;
   for (int i = 0; i < n; ++i) {
     const double v = std::tanh(double(x[i]));
@@ -39,7 +39,7 @@ double tanh_mse(const float* x, const float* z, int n, float grad_scale, float* 
     total += d * d;
     if (dx) dx[i] = float(2.0 * d * (1.0 - v * v) * grad_scale);
   }
-  return total;
+  if (loss_sum) *loss_sum += total;
 }
 
 }  // namespace mlpd

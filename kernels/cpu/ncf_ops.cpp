@@ -28,7 +28,7 @@ void gmf_backward(const float* a, int lda, const float* b, int ldb, const float*
   }
 }
 
-double sigmoid_bce(const float* logits, const float* labels, int n, float grad_scale, float* dlogits) {
+void sigmoid_bce(const float* logits, const float* labels, int n, float grad_scale, float* dlogits, double* loss_sum) {
   double sum = 0.0;
   for (int i = 0; i < n; ++i) {
     const float z = logits[i], y = labels[i];
@@ -39,7 +39,7 @@ double sigmoid_bce(const float* logits, const float* labels, int n, float grad_s
       dlogits[i] = (s - y) * grad_scale;
     }
   }
-  return sum;
+  if (loss_sum) *loss_sum += sum;
 }
 
 }  // namespace mlpd

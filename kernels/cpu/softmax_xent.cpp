@@ -4,8 +4,8 @@
 
 namespace mlpd {
 
-double softmax_xent(const float* logits, const int32_t* labels, int n, int classes,
-                    float label_smoothing, float grad_scale, float* dlogits, int* correct) {
+void softmax_xent(const float* logits, const int32_t* labels, int n, int classes,
+                  float label_smoothing, float grad_scale, float* dlogits, double* loss_sum, int* correct) {
   double total = 0.0;
   int right = 0;
   const double off = double(label_smoothing) / classes;
@@ -35,7 +35,7 @@ double softmax_xent(const float* logits, const int32_t* labels, int n, int class
     }
   }
   if (correct) *correct = right;
-  return total;
+  if (loss_sum) *loss_sum += total;
 }
 
 }  // namespace mlpd

@@ -37,6 +37,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <math_constants.h>
+
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/reduce.cuh"
@@ -403,7 +405,8 @@ __global__ void loss_dloc_kernel(const float* __restrict__ loc, const float* __r
   }
 }
 
-__global__ void __launch_bounds__(kBlock) loss_total_kernel(int n, LossScratch s) {
+// The images' losses and positives summed; the loss added to *loss_sum where given.
+__global__ void __launch_bounds__(kBlock) loss_total_kernel(int n, LossScratch s, double* __restrict__ loss_sum) {
   double l = 0.0, p = 0.0;
   for (int i = int(threadIdx.x); i < n; i += kBlock) {
     l += s.img_loss[i];
@@ -414,6 +417,7 @@ __global__ void __launch_bounds__(kBlock) loss_total_kernel(int n, LossScratch s
   if (threadIdx.x == 0) {
     *s.total = l;
     *s.total_pos = int(p);
+    if (loss_sum) *loss_sum += l;
   }
 }
 
@@ -826,42 +830,41 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 // The images' parts added in image order, as the CPU does.
+// The images' parts added in order onto the caller's loss: each part to loss_parts [2], or both to
+// loss_sum. An input a kernel flagged (an index or label out of range, inconsistent bounds) makes
+// the loss NaN: the device cannot stop the host, and the trainer stops a run whose loss is not
+// finite (the CPU op throws instead).
 __global__ void image_parts_total_kernel(int n, const double* __restrict__ img_cls, const double* __restrict__ img_box,
-                                         double* __restrict__ totals) {
+                                         const int* __restrict__ bad, double* __restrict__ loss_parts,
+                                         double* __restrict__ loss_sum) {
   double c = 0.0, b = 0.0;
   for (int i = 0; i < n; ++i) c += img_cls[i], b += img_box[i];
-  totals[0] = c;
-  totals[1] = b;
+  if (*bad) c = b = CUDART_NAN;
+  if (loss_parts) {
+    loss_parts[0] += c;
+    loss_parts[1] += b;
+  }
+  if (loss_sum) *loss_sum += c + b;
 }
 
-// Scratch of a loss summed per image: each image's two parts, the totals and an error flag (zeroed).
+// Scratch of a loss summed per image: each image's two parts and an error flag (zeroed).
 struct ImageParts {
-  double *cls, *box, *totals;
+  double *cls, *box;
   int* bad;
 };
 size_t image_parts_floats(int n) {
   const size_t N = size_t(n > 0 ? n : 0);
-  return 2 * floats_for_bytes(N * sizeof(double)) + floats_for_bytes(2 * sizeof(double)) + floats_for_bytes(sizeof(int));
+  return 2 * floats_for_bytes(N * sizeof(double)) + floats_for_bytes(sizeof(int));
 }
 ImageParts take_image_parts(Arena& arena, int n) {
-  ImageParts p{take<double>(arena, size_t(n)), take<double>(arena, size_t(n)), take<double>(arena, 2),
-               take<int>(arena, 1)};
+  ImageParts p{take<double>(arena, size_t(n)), take<double>(arena, size_t(n)), take<int>(arena, 1)};
   CUDA_CHECK(cudaMemsetAsync(p.bad, 0, sizeof(int), stream()));
   return p;
 }
-// The images' parts added in order and brought to the host (a wait); the op fails on a flagged input.
-double image_parts_result(const ImageParts& p, int n, const char* op, double* cls, double* box) {
-  image_parts_total_kernel<<<1, 1, 0, stream()>>>(n, p.cls, p.box, p.totals);
+void add_image_parts(const ImageParts& p, int n, double* loss_parts, double* loss_sum) {
+  if (!loss_parts && !loss_sum) return;
+  image_parts_total_kernel<<<1, 1, 0, stream()>>>(n, p.cls, p.box, p.bad, loss_parts, loss_sum);
   CUDA_CHECK_LAUNCH();
-  double host[2] = {0.0, 0.0};
-  int host_bad = 0;
-  CUDA_CHECK(cudaMemcpyAsync(host, p.totals, sizeof(host), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaMemcpyAsync(&host_bad, p.bad, sizeof(int), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaStreamSynchronize(stream()));
-  if (host_bad) fail(__FILE__, __LINE__, op, "an index or label out of range, or inconsistent bounds");
-  if (cls) *cls = host[0];
-  if (box) *box = host[1];
-  return host[0] + host[1];
 }
 
 }  // namespace
@@ -896,12 +899,12 @@ size_t ssd_loss_scratch_floats(int n, int num_priors) {
          floats_for_bytes(sizeof(int));
 }
 
-double ssd_multibox_loss(const float* conf, const float* loc, const int32_t* labels, const float* loc_targets, int n,
-                         int num_priors, int classes, float neg_pos_ratio, float grad_scale, float* dconf, float* dloc,
-                         int* num_pos, Arena& arena) {
+void ssd_multibox_loss(const float* conf, const float* loc, const int32_t* labels, const float* loc_targets, int n,
+                       int num_priors, int classes, float neg_pos_ratio, float grad_scale, float* dconf, float* dloc,
+                       double* loss_sum, int* num_pos, Arena& arena) {
   if (n <= 0 || num_priors <= 0) {
     if (num_pos) *num_pos = 0;
-    return 0.0;
+    return;
   }
   ArenaScope scope(arena);
   const int P = num_priors, C = classes;
@@ -928,15 +931,11 @@ double ssd_multibox_loss(const float* conf, const float* loc, const int32_t* lab
                                                                     dloc);
     CUDA_CHECK_LAUNCH();
   }
-  loss_total_kernel<<<1, kBlock, 0, stream()>>>(n, s);
+  loss_total_kernel<<<1, kBlock, 0, stream()>>>(n, s, loss_sum);
   CUDA_CHECK_LAUNCH();
-  double total = 0.0;
-  int pos = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&total, s.total, sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaMemcpyAsync(&pos, s.total_pos, sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  if (!num_pos) return;
+  CUDA_CHECK(cudaMemcpyAsync(num_pos, s.total_pos, sizeof(int), cudaMemcpyDeviceToHost, stream()));
   CUDA_CHECK(cudaStreamSynchronize(stream()));
-  if (num_pos) *num_pos = pos;
-  return total;
 }
 
 // boxes [n,P,4], scores [n,C,P], per (image, class >= 1) sort slots [M], per image final slots [M2].
@@ -1053,15 +1052,11 @@ void rpn_proposals(const float* objectness, const float* deltas, const float* an
 
 size_t rpn_loss_scratch_floats(int n) { return image_parts_floats(n); }
 
-double rpn_loss_batch(const float* objectness, const float* deltas, int n, int num_anchors,
-                      const int32_t* sample_index, const int32_t* sample_first, const int32_t* positive_first,
-                      const float* target_deltas, float grad_scale, float* dobjectness, float* ddeltas, double* cls,
-                      double* box, Arena& arena) {
-  if (n <= 0 || num_anchors < 0) {
-    if (cls) *cls = 0.0;
-    if (box) *box = 0.0;
-    return 0.0;
-  }
+void rpn_loss_batch(const float* objectness, const float* deltas, int n, int num_anchors,
+                    const int32_t* sample_index, const int32_t* sample_first, const int32_t* positive_first,
+                    const float* target_deltas, float grad_scale, float* dobjectness, float* ddeltas,
+                    double* loss_parts, Arena& arena) {
+  if (n <= 0 || num_anchors < 0) return;
   const size_t NA = size_t(n) * size_t(num_anchors);
   CUDA_CHECK(cudaMemsetAsync(dobjectness, 0, NA * sizeof(float), stream()));
   CUDA_CHECK(cudaMemsetAsync(ddeltas, 0, NA * 4 * sizeof(float), stream()));
@@ -1071,46 +1066,42 @@ double rpn_loss_batch(const float* objectness, const float* deltas, int n, int n
                                                         positive_first, target_deltas, grad_scale, dobjectness,
                                                         ddeltas, parts.cls, parts.box, parts.bad);
   CUDA_CHECK_LAUNCH();
-  return image_parts_result(parts, n, "rpn_loss_batch", cls, box);
+  add_image_parts(parts, n, loss_parts, nullptr);
 }
 
 size_t rcnn_mask_loss_scratch_floats(int n, int /*rows*/, int /*pixels*/) { return image_parts_floats(n); }
 
-double rcnn_mask_loss(const float* logits, int n, int rows, int pixels, int classes, const int32_t* labels,
-                      const uint8_t* targets, const int32_t* row_first, float grad_scale, float* dlogits,
-                      Arena& arena) {
+void rcnn_mask_loss(const float* logits, int n, int rows, int pixels, int classes, const int32_t* labels,
+                    const uint8_t* targets, const int32_t* row_first, float grad_scale, float* dlogits,
+                    double* loss_sum, Arena& arena) {
   if (n < 0 || rows < 0 || pixels < 0 || classes < 1) fail(__FILE__, __LINE__, "rcnn_mask_loss", "bad sizes");
   const size_t total = size_t(rows) * size_t(pixels) * size_t(classes);
   if (total > 0) CUDA_CHECK(cudaMemsetAsync(dlogits, 0, total * sizeof(float), stream()));
-  if (n == 0) return 0.0;
+  if (n == 0) return;
   ArenaScope scope(arena);
   const ImageParts parts = take_image_parts(arena, n);
   mask_loss_kernel<<<unsigned(n), kBlock, 0, stream()>>>(logits, pixels, classes, labels, targets, row_first,
                                                          grad_scale, dlogits, parts.cls, parts.box, parts.bad);
   CUDA_CHECK_LAUNCH();
-  return image_parts_result(parts, n, "rcnn_mask_loss", nullptr, nullptr);
+  add_image_parts(parts, n, nullptr, loss_sum);
 }
 
 size_t rcnn_box_loss_scratch_floats(int n) { return image_parts_floats(n); }
 
-double rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, int classes, const int32_t* labels,
-                     const int32_t* row_first, const int32_t* fg_first, const float* target_deltas, float grad_scale,
-                     float* dcls, float* dbox, double* cls, double* box, Arena& arena) {
+void rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, int classes, const int32_t* labels,
+                   const int32_t* row_first, const int32_t* fg_first, const float* target_deltas, float grad_scale,
+                   float* dcls, float* dbox, double* loss_parts, Arena& arena) {
   if (classes < 2) fail(__FILE__, __LINE__, "rcnn_box_loss", "need a background and at least one class");
   if ((cls_logits == nullptr) != (dcls == nullptr))
     fail(__FILE__, __LINE__, "rcnn_box_loss", "logits and their gradient go together");
-  if (n <= 0) {
-    if (cls) *cls = 0.0;
-    if (box) *box = 0.0;
-    return 0.0;
-  }
+  if (n <= 0) return;
   ArenaScope scope(arena);
   const ImageParts parts = take_image_parts(arena, n);
   box_loss_kernel<<<unsigned(n), kBlock, 0, stream()>>>(cls_logits, box_deltas, classes, labels, row_first, fg_first,
                                                         target_deltas, grad_scale, dcls, dbox, parts.cls, parts.box,
                                                         parts.bad);
   CUDA_CHECK_LAUNCH();
-  return image_parts_result(parts, n, "rcnn_box_loss", cls, box);
+  add_image_parts(parts, n, loss_parts, nullptr);
 }
 
 }  // namespace mlpd::cuda

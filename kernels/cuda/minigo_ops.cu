@@ -1,7 +1,7 @@
 // MiniGo's losses on the GPU with the CPU's arithmetic (kernels/cpu/minigo_ops.cpp: exp, tanh and
 // the sums in double). One warp per row for the policy loss, one thread per position for the value
 // loss; per-row losses go to Arena scratch and one block folds them in a fixed tree, so the totals
-// are the same bits every run. The host waits for the total.
+// are the same bits every run. The total is added to the caller's loss sum on the device.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/reduce.cuh"
@@ -56,54 +56,50 @@ __global__ void tanh_mse_kernel(const float* __restrict__ x, const float* __rest
   if (dx) dx[i] = float(2.0 * d * (1.0 - v * v) * grad_scale);
 }
 
-// One block of kReduceThreads: *out = the sum of the n row losses, in a fixed tree.
+// One block of kReduceThreads: *out += the sum of the n row losses, in a fixed tree.
 __global__ void fold_rows(const double* __restrict__ rows, int n, double* __restrict__ out) {
   double s = 0.0;
   for (int i = int(threadIdx.x); i < n; i += int(kReduceThreads)) s += rows[i];
   s = block_sum(s);
-  if (threadIdx.x == 0) *out = s;
+  if (threadIdx.x == 0) *out += s;
 }
 
-// Row losses then the total, as doubles in the arena: n + 1 doubles (2 floats each), aligned.
-// Each loss gives them back as it returns (an ArenaScope; it has waited for its total by then), so
+// Row losses as doubles in the arena: n + 1 doubles (2 floats each), aligned. Each loss gives them
+// back as it returns (an ArenaScope: what the next op queues on the stream runs after the fold), so
 // the two losses of a step take minigo_loss_scratch_floats once, not twice.
 double* row_scratch(Arena& arena, int n) {
   return reinterpret_cast<double*>(arena_floats(arena, 2 * size_t(n + 1) + 2));
 }
 
-double fold_and_wait(double* rows, int n) {
-  double* total = rows + n;
-  fold_rows<<<1, kReduceThreads, 0, stream()>>>(rows, n, total);
+void fold_into(const double* rows, int n, double* loss_sum) {
+  if (!loss_sum) return;
+  fold_rows<<<1, kReduceThreads, 0, stream()>>>(rows, n, loss_sum);
   CUDA_CHECK_LAUNCH();
-  double host = 0.0;
-  CUDA_CHECK(cudaMemcpyAsync(&host, total, sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaStreamSynchronize(stream()));
-  return host;
 }
 
 }  // namespace
 
 size_t minigo_loss_scratch_floats(int n) { return 2 * size_t(n + 1) + 2 + 16; }
 
-double softmax_xent_soft(const float* logits, const float* targets, int n, int classes, float grad_scale,
-                         float* dlogits, Arena& arena) {
-  if (n <= 0 || classes <= 0) return 0.0;
+void softmax_xent_soft(const float* logits, const float* targets, int n, int classes, float grad_scale,
+                       float* dlogits, double* loss_sum, Arena& arena) {
+  if (n <= 0 || classes <= 0) return;
   ArenaScope scope(arena);
   double* rows = row_scratch(arena, n);
   const unsigned blocks = unsigned((size_t(n) * 32 + kRowsThreads - 1) / kRowsThreads);
   softmax_xent_soft_kernel<<<blocks, kRowsThreads, 0, stream()>>>(logits, targets, n, classes, grad_scale, dlogits,
                                                                   rows);
   CUDA_CHECK_LAUNCH();
-  return fold_and_wait(rows, n);
+  fold_into(rows, n, loss_sum);
 }
 
-double tanh_mse(const float* x, const float* z, int n, float grad_scale, float* dx, Arena& arena) {
-  if (n <= 0) return 0.0;
+void tanh_mse(const float* x, const float* z, int n, float grad_scale, float* dx, double* loss_sum, Arena& arena) {
+  if (n <= 0) return;
   ArenaScope scope(arena);
   double* rows = row_scratch(arena, n);
   tanh_mse_kernel<<<unsigned((n + 255) / 256), 256, 0, stream()>>>(x, z, n, grad_scale, dx, rows);
   CUDA_CHECK_LAUNCH();
-  return fold_and_wait(rows, n);
+  fold_into(rows, n, loss_sum);
 }
 
 }  // namespace mlpd::cuda

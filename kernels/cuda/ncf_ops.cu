@@ -55,15 +55,15 @@ __global__ void sigmoid_bce_kernel(const float* __restrict__ logits, const float
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
-// One block: *out = sum of partials[0..count), in a fixed order.
+// One block: *out += sum of partials[0..count), in a fixed order (out: the caller's loss sum).
 __global__ void fold_sums(const double* __restrict__ partials, unsigned count, double* __restrict__ out) {
   double s = 0.0;
   for (unsigned i = threadIdx.x; i < count; i += blockDim.x) s += partials[i];
   s = block_sum(s);
-  if (threadIdx.x == 0) *out = s;
+  if (threadIdx.x == 0) *out += s;
 }
 
-// Device scratch of the loss sum: kMaxReduceBlocks partials and the total. Allocated once for the
+// Device scratch of the loss sum: kMaxReduceBlocks partials. Allocated once for the
 // process's GPU (a process that switches GPUs gets a new one and leaves the old 8 KiB behind).
 double* sum_scratch() {
   static double* buf = nullptr;
@@ -71,7 +71,7 @@ double* sum_scratch() {
   int device = -1;
   CUDA_CHECK(cudaGetDevice(&device));
   if (!buf || device != buf_device) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), sizeof(double) * (kMaxReduceBlocks + 1)));
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), sizeof(double) * kMaxReduceBlocks));
     buf_device = device;
   }
   return buf;
@@ -94,22 +94,18 @@ void gmf_backward(const float* a, int lda, const float* b, int ldb, const float*
   CUDA_CHECK_LAUNCH();
 }
 
-double sigmoid_bce(const float* logits, const float* labels, int n, float grad_scale, float* dlogits) {
-  if (n <= 0) return 0.0;
+void sigmoid_bce(const float* logits, const float* labels, int n, float grad_scale, float* dlogits, double* loss_sum) {
+  if (n <= 0) return;
   double* partials = sum_scratch();
-  double* total = partials + kMaxReduceBlocks;
   // Blocks: a function of n alone, so the summation tree is the same on every call.
   const size_t per_block = size_t(kReduceThreads) * 4;
   const size_t want = (size_t(n) + per_block - 1) / per_block;
   const unsigned blocks = static_cast<unsigned>(want > kMaxReduceBlocks ? kMaxReduceBlocks : want);
   sigmoid_bce_kernel<<<blocks, kReduceThreads, 0, stream()>>>(logits, labels, n, grad_scale, dlogits, partials);
   CUDA_CHECK_LAUNCH();
-  fold_sums<<<1, kReduceThreads, 0, stream()>>>(partials, blocks, total);
+  if (!loss_sum) return;
+  fold_sums<<<1, kReduceThreads, 0, stream()>>>(partials, blocks, loss_sum);
   CUDA_CHECK_LAUNCH();
-  double sum = 0.0;
-  CUDA_CHECK(cudaMemcpyAsync(&sum, total, sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaStreamSynchronize(stream()));
-  return sum;
 }
 
 }  // namespace mlpd::cuda

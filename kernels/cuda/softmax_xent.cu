@@ -6,7 +6,8 @@
 // (so neither pointer is __restrict__). The loss sum and the correct count must be
 // the same bits every run, so there are no atomics: each warp writes its sample's loss and hit to
 // a device buffer of this file (no arena is passed in; the buffer grows on the first calls and is
-// then reused), and one block folds them in a fixed tree. The host waits for the two totals.
+// then reused), and one block folds them in a fixed tree, adding the loss to the caller's sum on
+// the device. The host waits only for a correct count (an evaluation's).
 #include <math_constants.h>
 
 #include "kernels/cuda/common.cuh"
@@ -122,10 +123,11 @@ __global__ void __launch_bounds__(kXentThreads)
   }
 }
 
-// One block: the totals of the per-sample losses and hits, in a fixed tree.
+// One block: the totals of the per-sample losses and hits, in a fixed tree; the loss added to
+// *loss_sum where given.
 __global__ void __launch_bounds__(kXentThreads)
     fold_samples_kernel(const double* __restrict__ sample_loss, const int* __restrict__ sample_correct, int n,
-                        Totals* __restrict__ totals) {
+                        Totals* __restrict__ totals, double* __restrict__ loss_sum) {
   __shared__ double loss[kXentThreads];
   __shared__ int hits[kXentThreads];
   double l = 0.0;
@@ -147,16 +149,17 @@ __global__ void __launch_bounds__(kXentThreads)
   if (threadIdx.x == 0) {
     totals->loss = loss[0];
     totals->correct = hits[0];
+    if (loss_sum) *loss_sum += loss[0];
   }
 }
 
 }  // namespace
 
-double softmax_xent(const float* logits, const int32_t* labels, int n, int classes, float label_smoothing,
-                    float grad_scale, float* dlogits, int* correct) {
+void softmax_xent(const float* logits, const int32_t* labels, int n, int classes, float label_smoothing,
+                  float grad_scale, float* dlogits, double* loss_sum, int* correct) {
   if (n <= 0 || classes <= 0) {
     if (correct) *correct = 0;
-    return 0.0;
+    return;
   }
   const double off = double(label_smoothing) / classes;
   const double on = 1.0 - double(label_smoothing) + off;
@@ -165,13 +168,11 @@ double softmax_xent(const float* logits, const int32_t* labels, int n, int class
   softmax_xent_kernel<<<blocks, kXentThreads, 0, stream()>>>(logits, labels, n, classes, off, on, grad_scale, dlogits,
                                                              b.loss, b.correct);
   CUDA_CHECK_LAUNCH();
-  fold_samples_kernel<<<1, kXentThreads, 0, stream()>>>(b.loss, b.correct, n, b.totals);
+  fold_samples_kernel<<<1, kXentThreads, 0, stream()>>>(b.loss, b.correct, n, b.totals, loss_sum);
   CUDA_CHECK_LAUNCH();
-  Totals host{};
-  CUDA_CHECK(cudaMemcpyAsync(&host, b.totals, sizeof(Totals), cudaMemcpyDeviceToHost, stream()));
+  if (!correct) return;
+  CUDA_CHECK(cudaMemcpyAsync(correct, &b.totals->correct, sizeof(int), cudaMemcpyDeviceToHost, stream()));
   CUDA_CHECK(cudaStreamSynchronize(stream()));
-  if (correct) *correct = host.correct;
-  return host.loss;
 }
 
 }  // namespace mlpd::cuda

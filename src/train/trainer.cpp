@@ -366,7 +366,8 @@ StepOutcome train_one_step(const World& w, Communicator& comm, Workload& wl, Opt
   optimizer_step(opt, wl.store, lr);
   // The global mean loss: exact and identical on every rank (so every rank agrees to stop on NaN).
   // The stop flag rides along, so every rank learns of a signal to any rank after the same step.
-  double sums[4] = {st.loss_sum, st.loss_weight, st.work, stop_signal_received() ? 1.0 : 0.0};
+  // The loss is read only now, behind the optimizer's queued work: on a GPU the step's one wait.
+  double sums[4] = {step_loss_sum(st), st.loss_weight, st.work, stop_signal_received() ? 1.0 : 0.0};
   allreduce_sum_doubles(w, sums, 4);
   o.loss = sums[0] / sums[1];
   o.work = sums[2];

@@ -5,8 +5,9 @@
 // Training: each step the workload adds this rank's gradients into store.grads (the trainer zeroes
 // them first), scaling sample i's loss by 1/global_batch so the sum over ranks is the mean, and
 // calls `ready(view)` as soon as a view's gradient is final (reverse view order) so its bucket's
-// allreduce overlaps the rest of backward. Batches may vary in size; the step reports its loss sum,
-// the weight that loss is averaged over (samples, tokens), and its work in the workload's unit.
+// allreduce overlaps the rest of backward. Batches may vary in size; the step reports where its loss
+// ops added its loss sum (on its device: StepLoss), the weight that loss is averaged over (samples,
+// tokens), and its work in the workload's unit.
 //
 // Evaluation: a rank returns a partial of one of two kinds (WorkloadFacts::eval_kind):
 //   sums    - doubles reduced by allreduce (top-1 counts, HR@10, BLEU n-gram counts and lengths);
@@ -27,6 +28,7 @@
 #include "core/param_store.h"
 #include "core/precision.h"
 #include "core/sparse_rows.h"
+#include "workloads/step_loss.h"
 
 namespace mlpd {
 
@@ -50,10 +52,15 @@ struct GradReady {
 };
 
 struct StepStats {
-  double loss_sum = 0.0;     // summed over this rank's share, unscaled
-  double loss_weight = 0.0;  // what loss_sum is a sum over (samples, tokens): loss = sum / weight
+  // The step's loss, summed over this rank's share, unscaled, where the loss ops added it (on the
+  // workload's device; step_loss.h): read_step_loss gives the sum. Null: no loss (a step of nothing).
+  const StepLoss* loss = nullptr;
+  double loss_weight = 0.0;  // what the loss sum is a sum over (samples, tokens): loss = sum / weight
   double work = 0.0;         // in WorkloadFacts::work_unit, for throughput
 };
+
+// The step's loss sum (a wait on a GPU): what the trainer reads once per step.
+inline double step_loss_sum(const StepStats& st) { return st.loss ? read_step_loss(*st.loss) : 0.0; }
 
 enum class EvalKind { Sums, Records };
 

@@ -460,11 +460,11 @@ TEST(RcnnRpnBatch, LossOfABatchIsTheSumOfEachImagesOwn) {
     positive_first.push_back(positive_first.back() + s.positives);
   }
   std::vector<float> dobj(size_t(n) * A, 9.0f), ddel(size_t(n) * A * 4, 9.0f);  // overwritten whole
-  double cls = -1, box = -1;
+  double parts[2] = {0.0, 0.0};
   Arena none;
-  const double total = rpn_loss_batch(obj.data(), del.data(), n, A, index.data(), sample_first.data(),
-                                      positive_first.data(), targets.data(), 0.5f, dobj.data(), ddel.data(), &cls, &box,
-                                      none);
+  rpn_loss_batch(obj.data(), del.data(), n, A, index.data(), sample_first.data(), positive_first.data(),
+                 targets.data(), 0.5f, dobj.data(), ddel.data(), parts, none);
+  const double cls = parts[0], box = parts[1], total = cls + box;
   double cls_sum = 0, box_sum = 0;
   for (int i = 0; i < n; ++i) {
     std::vector<float> d1(static_cast<size_t>(A)), d4(static_cast<size_t>(A) * 4);
@@ -484,7 +484,7 @@ TEST(RcnnRpnBatch, LossOfABatchIsTheSumOfEachImagesOwn) {
   index[2] = A;  // an anchor past the image's
   EXPECT_ANY_THROW(rpn_loss_batch(obj.data(), del.data(), n, A, index.data(), sample_first.data(),
                                   positive_first.data(), targets.data(), 0.5f, dobj.data(), ddel.data(), nullptr,
-                                  nullptr, none));
+                                  none));
 }
 
 TEST(RcnnBoxLossBatch, LossOfABatchIsEachImagesCrossEntropyAndBoxLoss) {
@@ -507,19 +507,21 @@ TEST(RcnnBoxLossBatch, LossOfABatchIsEachImagesCrossEntropyAndBoxLoss) {
   const std::vector<float> logits = test::random_vec(size_t(R) * C, 21, -3, 3);
   const std::vector<float> deltas = test::random_vec(size_t(R) * C * 4, 22, -2, 2);
   std::vector<float> dcls(size_t(R) * C, 9.0f), dbox(size_t(R) * C * 4, 9.0f);  // overwritten whole
-  double cls = -1, box = -1;
+  double parts[2] = {0.0, 0.0};
   Arena none;
-  const double total = rcnn_box_loss(logits.data(), deltas.data(), n, C, labels.data(), row_first.data(),
-                                     fg_first.data(), targets.data(), 0.5f, dcls.data(), dbox.data(), &cls, &box, none);
+  rcnn_box_loss(logits.data(), deltas.data(), n, C, labels.data(), row_first.data(), fg_first.data(), targets.data(),
+                0.5f, dcls.data(), dbox.data(), parts, none);
+  const double cls = parts[0], box = parts[1], total = cls + box;
   double cls_sum = 0, box_sum = 0;
   for (int i = 0; i < n; ++i) {
     const RoiSample& s = samples[size_t(i)];
     const int r0 = row_first[size_t(i)], k = s.count();
     if (k == 0) continue;
     std::vector<float> gc(static_cast<size_t>(k) * C), gb(static_cast<size_t>(k) * C * 4);
-    cls_sum += softmax_xent(logits.data() + size_t(r0) * C, s.labels.data(), k, C, 0.0f, 0.5f / float(k), gc.data(),
-                            nullptr) /
-               k;
+    double image_cls = 0.0;
+    softmax_xent(logits.data() + size_t(r0) * C, s.labels.data(), k, C, 0.0f, 0.5f / float(k), gc.data(), &image_cls,
+                 nullptr);
+    cls_sum += image_cls / k;
     box_sum += roi_box_loss(s, deltas.data() + size_t(r0) * C * 4, C, 0.5f, gb.data());
     EXPECT_EQ(std::vector<float>(dcls.begin() + r0 * C, dcls.begin() + (r0 + k) * C), gc) << "image " << i;
     EXPECT_EQ(std::vector<float>(dbox.begin() + r0 * C * 4, dbox.begin() + (r0 + k) * C * 4), gb) << "image " << i;
@@ -531,7 +533,7 @@ TEST(RcnnBoxLossBatch, LossOfABatchIsEachImagesCrossEntropyAndBoxLoss) {
   EXPECT_GT(box, 0.0);
   labels[0] = 0;  // a foreground RoI labelled background
   EXPECT_ANY_THROW(rcnn_box_loss(logits.data(), deltas.data(), n, C, labels.data(), row_first.data(), fg_first.data(),
-                                 targets.data(), 0.5f, dcls.data(), dbox.data(), nullptr, nullptr, none));
+                                 targets.data(), 0.5f, dcls.data(), dbox.data(), nullptr, none));
 }
 
 TEST(RcnnMaskLossBatch, GivesTheBitsOfAGatherPerImageBceAndScatter) {
@@ -545,8 +547,9 @@ TEST(RcnnMaskLossBatch, GivesTheBitsOfAGatherPerImageBceAndScatter) {
   std::vector<float> dlogits(logits.size(), 9.0f);  // overwritten whole
   Arena arena;
   arena_init(arena, rcnn_mask_loss_scratch_floats(n, rows, pixels) * sizeof(float));
-  const double loss = rcnn_mask_loss(logits.data(), n, rows, pixels, C, labels.data(), targets.data(),
-                                     row_first.data(), 0.5f, dlogits.data(), arena);
+  double loss = 0.0;
+  rcnn_mask_loss(logits.data(), n, rows, pixels, C, labels.data(), targets.data(), row_first.data(), 0.5f,
+                 dlogits.data(), &loss, arena);
   // What the step did before: pick each row's label channel, one sigmoid_bce per image, add back.
   std::vector<int32_t> index;
   std::vector<float> t;
@@ -561,9 +564,10 @@ TEST(RcnnMaskLossBatch, GivesTheBitsOfAGatherPerImageBceAndScatter) {
   for (int i = 0; i < n; ++i) {
     const size_t first = size_t(row_first[size_t(i)]) * pixels, count = size_t(row_first[size_t(i) + 1]) * pixels - first;
     if (count == 0) continue;
-    want_loss += sigmoid_bce(picked.data() + first, t.data() + first, static_cast<int>(count), 0.5f / float(count),
-                             dpicked.data() + first) /
-                 double(count);
+    double image = 0.0;
+    sigmoid_bce(picked.data() + first, t.data() + first, static_cast<int>(count), 0.5f / float(count),
+                dpicked.data() + first, &image);
+    want_loss += image / double(count);
   }
   embedding_scatter_add(want.data(), 1, index.data(), static_cast<int>(index.size()), dpicked.data(), 1);
   EXPECT_EQ(loss, want_loss);
@@ -572,7 +576,7 @@ TEST(RcnnMaskLossBatch, GivesTheBitsOfAGatherPerImageBceAndScatter) {
   std::vector<int32_t> bad = labels;
   bad[3] = C;
   EXPECT_ANY_THROW(rcnn_mask_loss(logits.data(), n, rows, pixels, C, bad.data(), targets.data(), row_first.data(), 0.5f,
-                                  dlogits.data(), arena));
+                                  dlogits.data(), nullptr, arena));
 }
 
 // ---- RoI sampling and the box loss

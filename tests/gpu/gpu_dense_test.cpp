@@ -137,25 +137,32 @@ TEST_P(XentGpu, LossGradientAndCorrectMatchCpu) {
   const float scale = 0.5f;
   std::vector<float> dz(nz);
   int correct = -1;
-  const double loss = cpu().softmax_xent(z.data(), labels.data(), c.n, c.classes, c.label_smoothing, scale,
-                                         dz.data(), &correct);
+  double loss = 0.0;
+  cpu().softmax_xent(z.data(), labels.data(), c.n, c.classes, c.label_smoothing, scale, dz.data(), &loss,
+                     &correct);
   DeviceBuffer<float> gz(z), gdz(std::vector<float>(nz, 777.0f));
   DeviceBuffer<int32_t> glabels(labels);
   int gcorrect = -1;
-  const double gloss = gpu().softmax_xent(gz.get(), glabels.get(), c.n, c.classes, c.label_smoothing, scale,
-                                          gdz.get(), &gcorrect);
+  DeviceLossSum gsum;
+  gpu().softmax_xent(gz.get(), glabels.get(), c.n, c.classes, c.label_smoothing, scale, gdz.get(), gsum.get(),
+                     &gcorrect);
+  const double gloss = gsum.read();
   EXPECT_TRUE(scalar_close("softmax_xent loss", gloss, loss, 1e-5, 1e-5));
   EXPECT_TRUE(all_close("softmax_xent dlogits", gdz.download(), dz, 1e-4, 1e-6));
   EXPECT_EQ(gcorrect, correct);
   // Both outputs are nullable; the loss does not depend on them.
-  const double bare = gpu().softmax_xent(gz.get(), glabels.get(), c.n, c.classes, c.label_smoothing, scale,
-                                         nullptr, nullptr);
+  gsum.zero();
+  gpu().softmax_xent(gz.get(), glabels.get(), c.n, c.classes, c.label_smoothing, scale, nullptr, gsum.get(),
+                     nullptr);
+  const double bare = gsum.read();
   EXPECT_TRUE(scalar_close("softmax_xent loss without outputs", bare, loss, 1e-5, 1e-5));
   // In place (gnmt and transformer write the gradient over their logits): the same bits.
   DeviceBuffer<float> in_place(z);
   int in_place_correct = -1;
-  const double in_place_loss = gpu().softmax_xent(in_place.get(), glabels.get(), c.n, c.classes, c.label_smoothing,
-                                                  scale, in_place.get(), &in_place_correct);
+  gsum.zero();
+  gpu().softmax_xent(in_place.get(), glabels.get(), c.n, c.classes, c.label_smoothing, scale, in_place.get(),
+                     gsum.get(), &in_place_correct);
+  const double in_place_loss = gsum.read();
   EXPECT_TRUE(same_bits("softmax_xent loss in place", std::vector<double>{in_place_loss}, std::vector<double>{gloss}));
   EXPECT_TRUE(same_bits("softmax_xent dlogits in place", in_place.download(), gdz.download()));
   EXPECT_EQ(in_place_correct, gcorrect);
@@ -167,10 +174,12 @@ TEST_P(XentGpu, TwoRunsGiveTheSameBits) {
   DeviceBuffer<float> gz(random_floats(nz, 22, -4.0f, 4.0f)), d1(nz), d2(nz);
   DeviceBuffer<int32_t> glabels(random_indices(c.n, 23, c.classes));
   int c1 = -1, c2 = -2;
-  const double l1 = gpu().softmax_xent(gz.get(), glabels.get(), c.n, c.classes, c.label_smoothing, 1.0f / c.n,
-                                       d1.get(), &c1);
-  const double l2 = gpu().softmax_xent(gz.get(), glabels.get(), c.n, c.classes, c.label_smoothing, 1.0f / c.n,
-                                       d2.get(), &c2);
+  DeviceLossSum s1, s2;  // zeroed on allocation
+  gpu().softmax_xent(gz.get(), glabels.get(), c.n, c.classes, c.label_smoothing, 1.0f / c.n, d1.get(), s1.get(),
+                     &c1);
+  gpu().softmax_xent(gz.get(), glabels.get(), c.n, c.classes, c.label_smoothing, 1.0f / c.n, d2.get(), s2.get(),
+                     &c2);
+  const double l1 = s1.read(), l2 = s2.read();
   EXPECT_TRUE(same_bits("softmax_xent loss", std::vector<double>{l1}, std::vector<double>{l2}));
   EXPECT_TRUE(same_bits("softmax_xent dlogits", d1.download(), d2.download()));
   EXPECT_EQ(c1, c2);
@@ -198,10 +207,10 @@ TEST_F(GpuTest, XentArgmaxIsTheFirstMaximum) {
       labels.push_back(row_labels[i]);
     }
   int correct = -1, gcorrect = -1;
-  cpu().softmax_xent(z.data(), labels.data(), n, classes, 0.0f, 1.0f, nullptr, &correct);
+  cpu().softmax_xent(z.data(), labels.data(), n, classes, 0.0f, 1.0f, nullptr, nullptr, &correct);
   DeviceBuffer<float> gz(z);
   DeviceBuffer<int32_t> glabels(labels);
-  gpu().softmax_xent(gz.get(), glabels.get(), n, classes, 0.0f, 1.0f, nullptr, &gcorrect);
+  gpu().softmax_xent(gz.get(), glabels.get(), n, classes, 0.0f, 1.0f, nullptr, nullptr, &gcorrect);
   EXPECT_EQ(correct, 3 * repeats);
   EXPECT_EQ(gcorrect, 3 * repeats);
 }

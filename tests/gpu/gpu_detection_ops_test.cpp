@@ -161,19 +161,23 @@ TEST_P(SsdLossGpu, MatchesCpu) {
   std::vector<float> dconf(conf.size(), kJunk), dloc(loc.size(), kJunk);
   int pos = -1;
   Arena ca = cpu_scratch(cpu().ssd_loss_scratch_floats(k.n, P));
-  const double loss = cpu().ssd_multibox_loss(conf.data(), loc.data(), labels.data(), t.data(), k.n, P, C, 3.0f, 0.5f,
-                                              dconf.data(), dloc.data(), &pos, ca);
+  double loss = 0.0;
+  cpu().ssd_multibox_loss(conf.data(), loc.data(), labels.data(), t.data(), k.n, P, C, 3.0f, 0.5f, dconf.data(),
+                          dloc.data(), &loss, &pos, ca);
   ASSERT_GT(pos, 0);
   const DeviceBuffer<float> gconf(conf), gloc(loc), gt(t);
   const DeviceBuffer<int32_t> glabels(labels);
   Arena ga = gpu_scratch(gpu().ssd_loss_scratch_floats(k.n, P));
   double runs_loss[2];
   std::vector<float> runs_dconf[2], runs_dloc[2];
+  DeviceLossSum gloss;
   for (int r = 0; r < 2; ++r) {
     DeviceBuffer<float> gdconf(std::vector<float>(dconf.size(), kJunk)), gdloc(std::vector<float>(dloc.size(), kJunk));
     int gpos = -1;
-    runs_loss[r] = gpu().ssd_multibox_loss(gconf.get(), gloc.get(), glabels.get(), gt.get(), k.n, P, C, 3.0f, 0.5f,
-                                           gdconf.get(), gdloc.get(), &gpos, ga);
+    gloss.zero();
+    gpu().ssd_multibox_loss(gconf.get(), gloc.get(), glabels.get(), gt.get(), k.n, P, C, 3.0f, 0.5f, gdconf.get(),
+                            gdloc.get(), gloss.get(), &gpos, ga);
+    runs_loss[r] = gloss.read();
     EXPECT_EQ(gpos, pos);
     runs_dconf[r] = gdconf.download();
     runs_dloc[r] = gdloc.download();
@@ -196,9 +200,10 @@ TEST_P(SsdLossGpu, MatchesCpu) {
   EXPECT_TRUE(same_bits("ssd_multibox_loss dloc, rerun", runs_dloc[1], runs_dloc[0]));
   // Forward only: the same loss.
   int fpos = -1;
-  EXPECT_EQ(gpu().ssd_multibox_loss(gconf.get(), gloc.get(), glabels.get(), gt.get(), k.n, P, C, 3.0f, 0.5f, nullptr,
-                                    nullptr, &fpos, ga),
-            runs_loss[0]);
+  gloss.zero();
+  gpu().ssd_multibox_loss(gconf.get(), gloc.get(), glabels.get(), gt.get(), k.n, P, C, 3.0f, 0.5f, nullptr, nullptr,
+                          gloss.get(), &fpos, ga);
+  EXPECT_EQ(gloss.read(), runs_loss[0]);
   EXPECT_EQ(fpos, pos);
 }
 
@@ -448,11 +453,11 @@ TEST_P(RpnLossGpu, MatchesCpu) {
   const auto targets = random_floats(size_t(positive_first.back()) * 4 + 4, 903, -0.6f, 0.6f);
   const size_t NA = size_t(k.n) * in.A;
   std::vector<float> dobj(NA, kJunk), ddel(NA * 4, kJunk);
-  double cls = 0, box = 0;
+  double parts[2] = {0.0, 0.0};
   Arena ca = cpu_scratch(cpu().rpn_loss_scratch_floats(k.n));
-  const double loss = cpu().rpn_loss_batch(in.objectness.data(), in.deltas.data(), k.n, in.A, index.data(),
-                                           sample_first.data(), positive_first.data(), targets.data(), 0.25f,
-                                           dobj.data(), ddel.data(), &cls, &box, ca);
+  cpu().rpn_loss_batch(in.objectness.data(), in.deltas.data(), k.n, in.A, index.data(), sample_first.data(),
+                       positive_first.data(), targets.data(), 0.25f, dobj.data(), ddel.data(), parts, ca);
+  const double cls = parts[0], box = parts[1], loss = parts[0] + parts[1];
   const DeviceBuffer<float> gobj(in.objectness), gdel(in.deltas), gtargets(targets);
   const DeviceBuffer<int32_t> gindex(index.empty() ? std::vector<int32_t>{0} : index), gsf(sample_first),
       gpf(positive_first);
@@ -461,9 +466,12 @@ TEST_P(RpnLossGpu, MatchesCpu) {
   double rloss[2] = {0, 0};
   for (int r = 0; r < 2; ++r) {
     DeviceBuffer<float> gdobj(std::vector<float>(NA, kJunk)), gddel(std::vector<float>(NA * 4, kJunk));
-    double gcls = 0, gbox = 0;
-    rloss[r] = gpu().rpn_loss_batch(gobj.get(), gdel.get(), k.n, in.A, gindex.get(), gsf.get(), gpf.get(),
-                                    gtargets.get(), 0.25f, gdobj.get(), gddel.get(), &gcls, &gbox, ga);
+    DeviceLossSum gparts(2);
+    gpu().rpn_loss_batch(gobj.get(), gdel.get(), k.n, in.A, gindex.get(), gsf.get(), gpf.get(), gtargets.get(), 0.25f,
+                         gdobj.get(), gddel.get(), gparts.get(), ga);
+    const std::vector<double> got = gparts.parts();
+    const double gcls = got[0], gbox = got[1];
+    rloss[r] = gcls + gbox;
     EXPECT_TRUE(scalar_close("rpn_loss_batch cls", gcls, cls, 1e-9, 1e-12));
     EXPECT_TRUE(scalar_close("rpn_loss_batch box", gbox, box, 1e-9, 1e-12));
     rdobj[r] = gdobj.download();
@@ -512,11 +520,12 @@ TEST_P(RcnnBoxLossGpu, MatchesCpu) {
   const auto deltas = random_floats(size_t(R) * C * 4, 906, -2.0f, 2.0f);
   const auto targets = random_floats(size_t(fg_first.back()) * 4 + 4, 907, -2.0f, 2.0f);
   std::vector<float> dcls(size_t(R) * C, kJunk), dbox(size_t(R) * C * 4, kJunk);
-  double cls = 0, box = 0;
+  double parts[2] = {0.0, 0.0};
   Arena ca = cpu_scratch(cpu().rcnn_box_loss_scratch_floats(k.n));
-  const double loss = cpu().rcnn_box_loss(k.box_only ? nullptr : logits.data(), deltas.data(), k.n, C, labels.data(),
-                                          row_first.data(), fg_first.data(), targets.data(), 0.25f,
-                                          k.box_only ? nullptr : dcls.data(), dbox.data(), &cls, &box, ca);
+  cpu().rcnn_box_loss(k.box_only ? nullptr : logits.data(), deltas.data(), k.n, C, labels.data(), row_first.data(),
+                      fg_first.data(), targets.data(), 0.25f, k.box_only ? nullptr : dcls.data(), dbox.data(), parts,
+                      ca);
+  const double cls = parts[0], box = parts[1], loss = parts[0] + parts[1];
   const DeviceBuffer<float> glogits(logits), gdeltas(deltas), gtargets(targets);
   const DeviceBuffer<int32_t> glabels(labels), grf(row_first), gff(fg_first);
   Arena ga = gpu_scratch(gpu().rcnn_box_loss_scratch_floats(k.n));
@@ -524,10 +533,13 @@ TEST_P(RcnnBoxLossGpu, MatchesCpu) {
   double rloss[2] = {0, 0};
   for (int r = 0; r < 2; ++r) {
     DeviceBuffer<float> gdcls(std::vector<float>(dcls.size(), kJunk)), gdbox(std::vector<float>(dbox.size(), kJunk));
-    double gcls = 0, gbox = 0;
-    rloss[r] = gpu().rcnn_box_loss(k.box_only ? nullptr : glogits.get(), gdeltas.get(), k.n, C, glabels.get(),
-                                   grf.get(), gff.get(), gtargets.get(), 0.25f, k.box_only ? nullptr : gdcls.get(),
-                                   gdbox.get(), &gcls, &gbox, ga);
+    DeviceLossSum gparts(2);
+    gpu().rcnn_box_loss(k.box_only ? nullptr : glogits.get(), gdeltas.get(), k.n, C, glabels.get(), grf.get(),
+                        gff.get(), gtargets.get(), 0.25f, k.box_only ? nullptr : gdcls.get(), gdbox.get(),
+                        gparts.get(), ga);
+    const std::vector<double> got = gparts.parts();
+    const double gcls = got[0], gbox = got[1];
+    rloss[r] = gcls + gbox;
     EXPECT_TRUE(scalar_close("rcnn_box_loss cls", gcls, cls, 1e-9, 1e-12));
     EXPECT_TRUE(scalar_close("rcnn_box_loss box", gbox, box, 1e-9, 1e-12));
     rdcls[r] = gdcls.download();
@@ -576,8 +588,9 @@ TEST_P(RcnnMaskLossGpu, MatchesCpu) {
   const auto logits = random_floats(size_t(rows) * pixels * C, 910, -8.0f, 8.0f);
   std::vector<float> dlogits(logits.size(), kJunk);
   Arena ca = cpu_scratch(cpu().rcnn_mask_loss_scratch_floats(k.n, rows, pixels));
-  const double loss = cpu().rcnn_mask_loss(logits.data(), k.n, rows, pixels, C, labels.data(), targets.data(),
-                                           row_first.data(), 0.25f, dlogits.data(), ca);
+  double loss = 0.0;
+  cpu().rcnn_mask_loss(logits.data(), k.n, rows, pixels, C, labels.data(), targets.data(), row_first.data(), 0.25f,
+                       dlogits.data(), &loss, ca);
   const DeviceBuffer<float> glogits(logits);
   const DeviceBuffer<int32_t> glabels(labels), grf(row_first);
   const DeviceBuffer<uint8_t> gtargets(targets);
@@ -586,8 +599,10 @@ TEST_P(RcnnMaskLossGpu, MatchesCpu) {
   double rloss[2] = {0, 0};
   for (int r = 0; r < 2; ++r) {
     DeviceBuffer<float> gd(std::vector<float>(dlogits.size(), kJunk));
-    rloss[r] = gpu().rcnn_mask_loss(glogits.get(), k.n, rows, pixels, C, glabels.get(), gtargets.get(), grf.get(),
-                                    0.25f, gd.get(), ga);
+    DeviceLossSum gloss;
+    gpu().rcnn_mask_loss(glogits.get(), k.n, rows, pixels, C, glabels.get(), gtargets.get(), grf.get(), 0.25f, gd.get(),
+                         gloss.get(), ga);
+    rloss[r] = gloss.read();
     runs[r] = gd.download();
   }
   EXPECT_TRUE(scalar_close("rcnn_mask_loss", rloss[0], loss, 1e-6, 1e-12));  // float terms, other sum order

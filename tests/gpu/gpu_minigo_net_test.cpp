@@ -53,8 +53,14 @@ NetRun run_net(Device d, const std::vector<float>& x, const std::vector<float>& 
   copy_to_device(d, tp.get(), target_policy.data(), sizeof(float) * target_policy.size());
   copy_to_device(d, tv.get(), target_value.data(), sizeof(float) * target_value.size());
   const float scale = 1.0f / float(n);
-  r.loss = ops.softmax_xent_soft(o.policy, as<float>(tp), n, moves, scale, as<float>(dp), arena) +
-           ops.tanh_mse(o.value, as<float>(tv), n, scale, as<float>(dv), arena);
+  // The two losses' sums, each where its op adds it (the memory of d), read back and added here.
+  DeviceBytes losses = alloc_on(d, 2 * sizeof(double));
+  zero_on(d, losses.get(), 2 * sizeof(double));
+  ops.softmax_xent_soft(o.policy, as<float>(tp), n, moves, scale, as<float>(dp), as<double>(losses), arena);
+  ops.tanh_mse(o.value, as<float>(tv), n, scale, as<float>(dv), as<double>(losses) + 1, arena);
+  double host_losses[2] = {0.0, 0.0};
+  copy_to_host(d, host_losses, losses.get(), sizeof(host_losses));
+  r.loss = host_losses[0] + host_losses[1];
   zero_on(d, grads_data(store), sizeof(float) * store.param_count);
   minigo_backward(*net, store, arena, as<float>(dp), as<float>(dv), n, [](size_t) {});
   r.grads.resize(store.param_count);

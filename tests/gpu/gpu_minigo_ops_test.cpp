@@ -38,14 +38,20 @@ TEST_P(MinigoLossGpu, PolicyAndValueLossesMatchTheCpu) {
   Arena ha = host_arena(1 << 16);
   Arena da = device_arena(sizeof(float) * (gpu().minigo_loss_scratch_floats(n) + 4096));
   std::vector<float> g_cpu(z.size()), dv_cpu(static_cast<size_t>(n));
-  const double p_cpu = cpu().softmax_xent_soft(z.data(), t.data(), n, classes, 0.5f, g_cpu.data(), ha);
-  const double v_cpu = cpu().tanh_mse(x.data(), out.data(), n, 0.5f, dv_cpu.data(), ha);
+  double p_cpu = 0.0, v_cpu = 0.0;
+  cpu().softmax_xent_soft(z.data(), t.data(), n, classes, 0.5f, g_cpu.data(), &p_cpu, ha);
+  cpu().tanh_mse(x.data(), out.data(), n, 0.5f, dv_cpu.data(), &v_cpu, ha);
   DeviceBuffer<float> dz(z), dt(t), dx(x), dout(out), dg(z.size()), ddv(static_cast<size_t>(n));
   double p_gpu[2], v_gpu[2];
+  DeviceLossSum p_sum, v_sum;
   for (int run = 0; run < 2; ++run) {
     arena_reset(da);
-    p_gpu[run] = gpu().softmax_xent_soft(dz.get(), dt.get(), n, classes, 0.5f, dg.get(), da);
-    v_gpu[run] = gpu().tanh_mse(dx.get(), dout.get(), n, 0.5f, ddv.get(), da);
+    p_sum.zero();
+    v_sum.zero();
+    gpu().softmax_xent_soft(dz.get(), dt.get(), n, classes, 0.5f, dg.get(), p_sum.get(), da);
+    gpu().tanh_mse(dx.get(), dout.get(), n, 0.5f, ddv.get(), v_sum.get(), da);
+    p_gpu[run] = p_sum.read();
+    v_gpu[run] = v_sum.read();
   }
   EXPECT_TRUE(scalar_close("policy loss", p_gpu[0], p_cpu, 1e-12, 0.0));
   EXPECT_TRUE(scalar_close("value loss", v_gpu[0], v_cpu, 1e-12, 0.0));

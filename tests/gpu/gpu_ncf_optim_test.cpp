@@ -153,14 +153,21 @@ TEST_P(BceGpu, SumAndGradientMatchCpuAndRerunToTheSameBits) {
   const auto z = random_floats(c.n, 80, -c.zmax, c.zmax), y = bce_labels(c, 81);
   const float scale = 0.25f;
   std::vector<float> dz(c.n);
-  const double sum = cpu().sigmoid_bce(z.data(), y.data(), c.n, scale, dz.data());
+  double sum = 0.0;
+  cpu().sigmoid_bce(z.data(), y.data(), c.n, scale, dz.data(), &sum);
   DeviceBuffer<float> gz(z), gy(y), gdz(std::vector<float>(c.n, 777.0f)), gdz2(c.n);
-  const double gsum = gpu().sigmoid_bce(gz.get(), gy.get(), c.n, scale, gdz.get());
+  DeviceLossSum loss;
+  gpu().sigmoid_bce(gz.get(), gy.get(), c.n, scale, gdz.get(), loss.get());
+  const double gsum = loss.read();
   EXPECT_TRUE(scalar_close("sigmoid_bce sum", gsum, sum, 1e-6, 1e-6));
   EXPECT_TRUE(all_close("sigmoid_bce dlogits", gdz.download(), dz, 1e-5, 1e-6));
 
-  const double again = gpu().sigmoid_bce(gz.get(), gy.get(), c.n, scale, gdz2.get());
-  const double bare = gpu().sigmoid_bce(gz.get(), gy.get(), c.n, scale, nullptr);
+  loss.zero();
+  gpu().sigmoid_bce(gz.get(), gy.get(), c.n, scale, gdz2.get(), loss.get());
+  const double again = loss.read();
+  loss.zero();
+  gpu().sigmoid_bce(gz.get(), gy.get(), c.n, scale, nullptr, loss.get());
+  const double bare = loss.read();
   EXPECT_TRUE(same_bits("sigmoid_bce sum (two runs)", std::vector<double>{again}, std::vector<double>{gsum}));
   EXPECT_TRUE(same_bits("sigmoid_bce sum (without dlogits)", std::vector<double>{bare}, std::vector<double>{gsum}));
   EXPECT_TRUE(same_bits("sigmoid_bce dlogits (two runs)", gdz2.download(), gdz.download()));

@@ -82,6 +82,21 @@ class DeviceBuffer {
   size_t count_;
 };
 
+// Where a CUDA loss op adds its sum (kernels/op_signatures.inc: loss ops ADD to doubles of the op's
+// memory): `count` device doubles (1, or 2 for the ops with two parts), zeroed on allocation and by
+// zero() (queued behind the compute already issued). read() and parts() wait for the queued work.
+class DeviceLossSum {
+ public:
+  explicit DeviceLossSum(size_t count = 1) : buf_(count) {}
+  double* get() const { return buf_.get(); }
+  void zero() { zero_on(Device::cuda, buf_.get(), buf_.size() * sizeof(double)); }
+  double read() const { return buf_.download()[0]; }
+  std::vector<double> parts() const { return buf_.download(); }
+
+ private:
+  DeviceBuffer<double> buf_;
+};
+
 inline Arena device_arena(size_t bytes) {
   Arena a;
   arena_init_on(Device::cuda, a, bytes);

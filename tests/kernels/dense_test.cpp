@@ -71,7 +71,8 @@ TEST(SoftmaxXent, LabelSmoothedLossMatchesHandComputedValue) {
   int32_t label = 1;
   std::vector<float> dz(3);
   int correct = -1;
-  double loss = softmax_xent(z.data(), &label, 1, 3, 0.3f, 2.0f, dz.data(), &correct);
+  double loss = 0.0;
+  softmax_xent(z.data(), &label, 1, 3, 0.3f, 2.0f, dz.data(), &loss, &correct);
   const double expect = -(0.1 * std::log(1.0 / 8) + 0.8 * std::log(2.0 / 8) + 0.1 * std::log(5.0 / 8));
   EXPECT_NEAR(loss, expect, 1e-6);
   EXPECT_NEAR(dz[0], 2.0 * (1.0 / 8 - 0.1), 1e-6);
@@ -87,9 +88,10 @@ TEST(SoftmaxXent, InPlaceGivesTheBitsOfSeparateBuffers) {
   const std::vector<int32_t> labels{0, 10, 4, 4, 7};
   std::vector<float> dz(z.size()), in_place = z;
   int correct = -1, correct_in_place = -2;
-  const double loss = softmax_xent(z.data(), labels.data(), n, classes, 0.1f, 0.5f, dz.data(), &correct);
-  const double loss_in_place =
-      softmax_xent(in_place.data(), labels.data(), n, classes, 0.1f, 0.5f, in_place.data(), &correct_in_place);
+  double loss = 0.0, loss_in_place = 0.0;
+  softmax_xent(z.data(), labels.data(), n, classes, 0.1f, 0.5f, dz.data(), &loss, &correct);
+  softmax_xent(in_place.data(), labels.data(), n, classes, 0.1f, 0.5f, in_place.data(), &loss_in_place,
+               &correct_in_place);
   EXPECT_EQ(loss, loss_in_place);
   EXPECT_EQ(correct, correct_in_place);
   EXPECT_EQ(dz, in_place);
@@ -122,13 +124,17 @@ TEST(SoftmaxXent, SumsOverSamplesCountsCorrectAndGradientMatchesFiniteDifference
   ASSERT_GE(expect_correct, 1);
   std::vector<float> dz(z.size());
   int correct = -1;
-  const double total = softmax_xent(z.data(), labels.data(), n, classes, 0.1f, 1.0f, dz.data(), &correct);
+  double total = 0.0;
+  softmax_xent(z.data(), labels.data(), n, classes, 0.1f, 1.0f, dz.data(), &total, &correct);
   EXPECT_EQ(correct, expect_correct);
-  double parts = 0;
+  double parts = 0;  // each sample's loss added onto one sum
   for (int i = 0; i < n; ++i)
-    parts += softmax_xent(z.data() + i * classes, &labels[i], 1, classes, 0.1f, 1.0f, nullptr, nullptr);
+    softmax_xent(z.data() + i * classes, &labels[i], 1, classes, 0.1f, 1.0f, nullptr, &parts, nullptr);
   EXPECT_NEAR(total, parts, 1e-9);
-  auto loss = [&] { return softmax_xent(z.data(), labels.data(), n, classes, 0.1f, 1.0f, nullptr, nullptr); };
+  auto loss = [&] {
+    return added_loss(
+        [&](double* l) { softmax_xent(z.data(), labels.data(), n, classes, 0.1f, 1.0f, nullptr, l, nullptr); });
+  };
   expect_grad_close("dlogits", loss, z.data(), z.size(), dz.data(), 1e-3, 1e-2, 1e-4);
 }
 

@@ -120,8 +120,8 @@ LossOut run_loss(const std::vector<float>& conf, const std::vector<float>& loc, 
   const int P = int(labels.size()) / n;
   LossOut o{0.0, -1, std::vector<float>(conf.size(), kJunk), std::vector<float>(loc.size(), kJunk)};
   Arena arena = make_arena(ssd_loss_scratch_floats(n, P));
-  o.loss = ssd_multibox_loss(conf.data(), loc.data(), labels.data(), t.data(), n, P, classes, ratio, grad_scale,
-                             o.dconf.data(), o.dloc.data(), &o.pos, arena);
+  ssd_multibox_loss(conf.data(), loc.data(), labels.data(), t.data(), n, P, classes, ratio, grad_scale, o.dconf.data(),
+                    o.dloc.data(), &o.loss, &o.pos, arena);
   return o;
 }
 
@@ -245,13 +245,16 @@ TEST(SsdLoss, GradientsMatchFiniteDifferencesWithTheMiningFixed) {
     loc[j] = t[j] + (j % 3 != 0 ? loc[j] : (loc[j] > 0 ? 1.15f + loc[j] : -1.15f + loc[j]));
   Arena arena = make_arena(ssd_loss_scratch_floats(n, P));
   auto loss = [&] {
-    return ssd_multibox_loss(conf.data(), loc.data(), labels.data(), t.data(), n, P, C, 3.0f, 1.0f, nullptr, nullptr,
-                             nullptr, arena);
+    double sum = 0.0;
+    ssd_multibox_loss(conf.data(), loc.data(), labels.data(), t.data(), n, P, C, 3.0f, 1.0f, nullptr, nullptr, &sum,
+                      nullptr, arena);
+    return sum;
   };
   std::vector<float> dconf(conf.size(), kJunk), dloc(loc.size(), kJunk);
   int pos = 0;
-  const double l = ssd_multibox_loss(conf.data(), loc.data(), labels.data(), t.data(), n, P, C, 3.0f, 1.0f,
-                                     dconf.data(), dloc.data(), &pos, arena);
+  double l = 0.0;
+  ssd_multibox_loss(conf.data(), loc.data(), labels.data(), t.data(), n, P, C, 3.0f, 1.0f, dconf.data(), dloc.data(),
+                    &l, &pos, arena);
   EXPECT_EQ(l, loss());
   EXPECT_EQ(pos, 5);
   size_t zero_rows = 0;

@@ -18,6 +18,14 @@ inline std::vector<float> random_vec(size_t n, uint64_t stream, float lo = -1.0f
   return v;
 }
 
+// What a loss op adds to its loss sum (kernels/op_signatures.inc): `call` gets a zeroed host double.
+template <typename Call>
+double added_loss(Call&& call) {
+  double sum = 0.0;
+  call(&sum);
+  return sum;
+}
+
 inline double dot(const float* a, const float* b, size_t n) {
   double s = 0;
   for (size_t i = 0; i < n; ++i) s += double(a[i]) * double(b[i]);

@@ -65,7 +65,8 @@ TEST(SigmoidBce, MatchesDefinitionAndFiniteDifferencesAndStaysFinite) {
   std::vector<float> z{-3.0f, -0.2f, 0.0f, 0.7f, 4.0f, 90.0f, -90.0f}, y{1, 0, 1, 1, 0, 1, 0};
   const int n = static_cast<int>(z.size());
   std::vector<float> d(n);
-  const double sum = sigmoid_bce(z.data(), y.data(), n, 0.5f, d.data());
+  double sum = 0.0;
+  sigmoid_bce(z.data(), y.data(), n, 0.5f, d.data(), &sum);
   double ref = 0;
   for (int i = 0; i < n; ++i) {
     const double p = 1.0 / (1.0 + std::exp(-double(z[i])));
@@ -74,9 +75,14 @@ TEST(SigmoidBce, MatchesDefinitionAndFiniteDifferencesAndStaysFinite) {
   }
   EXPECT_NEAR(sum, ref, 1e-5 * ref);
   EXPECT_TRUE(std::isfinite(sum));
-  auto loss = [&] { return sigmoid_bce(z.data(), y.data(), n, 1.0f, nullptr); };
+  auto loss = [&] { return added_loss([&](double* l) { sigmoid_bce(z.data(), y.data(), n, 1.0f, nullptr, l); }); };
   std::vector<float> g(n);
-  sigmoid_bce(z.data(), y.data(), n, 1.0f, g.data());
+  sigmoid_bce(z.data(), y.data(), n, 1.0f, g.data(), nullptr);
+  // The op adds to its sum: a second call onto the same double gives twice the loss.
+  double twice = 0.0;
+  sigmoid_bce(z.data(), y.data(), n, 1.0f, nullptr, &twice);
+  sigmoid_bce(z.data(), y.data(), n, 1.0f, nullptr, &twice);
+  EXPECT_EQ(twice, sum + sum);
   expect_grad_close("dlogits", loss, z.data(), 5, g.data(), 1e-2, 1e-3, 1e-5);
 }
 

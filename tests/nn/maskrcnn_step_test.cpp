@@ -109,8 +109,10 @@ struct Toy {
   MaskRcnnLosses step(const Scene& s, uint64_t key, float lr) {
     std::fill(store.grads.begin(), store.grads.end(), 0.0f);
     const int n = static_cast<int>(s.targets.size());
-    const MaskRcnnLosses l =
-        maskrcnn_train_batch(*net, store, arena, buffers, spec, s.x.data(), n, s.targets, key, 1.0f / n, [](size_t) {});
+    double terms[kMaskRcnnLossTerms] = {};
+    const MaskRcnnLosses l = maskrcnn_losses(
+        terms, maskrcnn_train_batch(*net, store, arena, buffers, spec, s.x.data(), n, s.targets, key, 1.0f / n, terms,
+                                    [](size_t) {}));
     for (size_t i = 0; i < store.params.size(); ++i) store.params[i] -= lr * store.grads[i];
     return l;
   }
@@ -142,10 +144,13 @@ TEST(MaskRcnnStep, SameKeySameGradients) {
   const Scene s = toy_scenes(4, 9);
   std::fill(a.store.grads.begin(), a.store.grads.end(), 0.0f);
   std::fill(b.store.grads.begin(), b.store.grads.end(), 0.0f);
-  const MaskRcnnLosses la = maskrcnn_train_batch(*a.net, a.store, a.arena, a.buffers, a.spec, s.x.data(), 4, s.targets,
-                                                 12, 0.25f, [](size_t) {});
-  const MaskRcnnLosses lb = maskrcnn_train_batch(*b.net, b.store, b.arena, b.buffers, b.spec, s.x.data(), 4, s.targets,
-                                                 12, 0.25f, [](size_t) {});
+  double ta[kMaskRcnnLossTerms] = {}, tb[kMaskRcnnLossTerms] = {};
+  const MaskRcnnLosses la = maskrcnn_losses(ta, maskrcnn_train_batch(*a.net, a.store, a.arena, a.buffers, a.spec,
+                                                                     s.x.data(), 4, s.targets, 12, 0.25f, ta,
+                                                                     [](size_t) {}));
+  const MaskRcnnLosses lb = maskrcnn_losses(tb, maskrcnn_train_batch(*b.net, b.store, b.arena, b.buffers, b.spec,
+                                                                     s.x.data(), 4, s.targets, 12, 0.25f, tb,
+                                                                     [](size_t) {}));
   EXPECT_EQ(la.total(), lb.total());
   EXPECT_EQ(a.store.grads, b.store.grads);
 }
@@ -227,8 +232,10 @@ TEST(MaskRcnnStep, ReferenceModelRunsAStepOnABatchOfTwo) {
     for (int o = 0; o < 2; ++o) targets[size_t(i)].masks.push_back(masks[size_t(i * 2 + o)].data());
   std::fill(store.grads.begin(), store.grads.end(), 0.0f);
   size_t ready_calls = 0;
-  const MaskRcnnLosses l = maskrcnn_train_batch(*net, store, arena, buffers, spec, x.data(), n, targets, 1, 1.0f / n,
-                                                [&](size_t) { ++ready_calls; });
+  double terms[kMaskRcnnLossTerms] = {};
+  const MaskRcnnLosses l = maskrcnn_losses(terms, maskrcnn_train_batch(*net, store, arena, buffers, spec, x.data(), n,
+                                                                       targets, 1, 1.0f / n, terms,
+                                                                       [&](size_t) { ++ready_calls; }));
   std::printf("R-50-FPN step at %dx%d, batch %d: rpn cls %.3f, rpn box %.3f, cls %.3f, box %.3f, mask %.3f, "
               "%d RoIs, %d masks\n",
               side, side, n, l.rpn_objectness, l.rpn_box, l.classifier, l.box, l.mask, l.rois, l.masks);

@@ -145,8 +145,9 @@ TEST(SsdModel, Ssd300RunsATrainingStepOnABatchOfTwo) {
   ssd_assign_targets(ssd_priors(*m.net).data(), P, boxes.data(), labels.data(), first.data(), n, 0.5f, 0.1f, 0.2f,
                      prior_labels.data(), loc_t.data(), loss_arena);
   int positives = 0;
-  const double loss = ssd_multibox_loss(o.conf, o.loc, prior_labels.data(), loc_t.data(), n, P, 81, 3.0f, 0.5f,
-                                        dconf.data(), dloc.data(), &positives, loss_arena);
+  double loss = 0.0;
+  ssd_multibox_loss(o.conf, o.loc, prior_labels.data(), loc_t.data(), n, P, 81, 3.0f, 0.5f, dconf.data(), dloc.data(),
+                    &loss, &positives, loss_arena);
   EXPECT_TRUE(std::isfinite(loss));
   EXPECT_GT(loss, 0.0);
   EXPECT_GE(positives, 12);

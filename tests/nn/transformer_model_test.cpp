@@ -44,7 +44,7 @@ struct TinyModel {
     model->init_parameters(store, 11);
   }
   double loss(const TranslationBatch& b, uint64_t seed = 3) {
-    return model->train_batch(store, b, 1.0f, seed, nullptr);
+    return test::added_loss([&](double* l) { model->train_batch(store, b, 1.0f, seed, l, nullptr); });
   }
 };
 
@@ -97,7 +97,7 @@ TEST(TransformerModel, DropoutIsAFunctionOfItsSeed) {
 TEST(TransformerModel, ReadyOncePerViewInReverseOrder) {
   TinyModel m(0.1f, 3);
   std::vector<size_t> seen;
-  m.model->train_batch(m.store, tiny_batch(), 1.0f, 1, [&seen](size_t v) { seen.push_back(v); });
+  m.model->train_batch(m.store, tiny_batch(), 1.0f, 1, nullptr, [&seen](size_t v) { seen.push_back(v); });
   ASSERT_EQ(seen.size(), m.store.views.size());
   for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], seen.size() - 1 - i);
 }

@@ -269,8 +269,8 @@ struct Gnmt final : Seq2Seq {
     return y;
   }
 
-  double train_batch(ParamStore& s, const TranslationBatch& b, float grad_scale, uint64_t dropout_seed,
-                     const std::function<void(size_t)>& ready) override {
+  void train_batch(ParamStore& s, const TranslationBatch& b, float grad_scale, uint64_t dropout_seed,
+                   double* loss_sum, const std::function<void(size_t)>& ready) override {
     const int B = b.batch, S = b.src_len, T = b.tgt_len;
     MLPD_CHECK(B >= 1 && B <= spec.limits.max_batch && S >= 1 && S <= spec.limits.max_src_len && T >= 1 &&
                    T <= spec.limits.max_tgt_len,
@@ -290,7 +290,7 @@ struct Gnmt final : Seq2Seq {
     // Classifier over the valid target rows only.
     ops->embedding_gather(y, Hd, d_vidx, N, yv, Hd);
     ops->linear_forward(yv, N, Hd, V, param_ptr(s, cls_w), param_ptr(s, cls_b), logits);
-    const double loss = ops->softmax_xent(logits, d_vlab, N, V, spec.label_smoothing, grad_scale, dlogits, nullptr);
+    ops->softmax_xent(logits, d_vlab, N, V, spec.label_smoothing, grad_scale, dlogits, loss_sum, nullptr);
     ops->linear_backward(yv, dlogits, N, Hd, V, param_ptr(s, cls_w), dyv, grad_ptr(s, cls_w), grad_ptr(s, cls_b));
     ready_views(cls_w, end_view, ready);
     zero_on(dev, g_y, mul(rows_t, Hd) * sizeof(float));
@@ -364,7 +364,6 @@ struct Gnmt final : Seq2Seq {
     }
     if (ready) ready(embedding);
     training = false;
-    return loss;
   }
 
   // ---- decoding ----

@@ -91,10 +91,14 @@ std::vector<Proposals> fetch_proposals(const MaskRcnn& net, MaskRcnnStepBuffers&
   return out;
 }
 
-MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& arena, MaskRcnnStepBuffers& b,
-                                    const MaskRcnnTrainSpec& spec, const float* x, int n,
-                                    const std::vector<ImageTargets>& targets, uint64_t key, float grad_scale,
-                                    const std::function<void(size_t)>& ready) {
+MaskRcnnLosses maskrcnn_losses(const double* t, const MaskRcnnRows& rows) {
+  return {t[0], t[1], t[2], t[3], t[4], rows.rois, rows.masks};
+}
+
+MaskRcnnRows maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& arena, MaskRcnnStepBuffers& b,
+                                  const MaskRcnnTrainSpec& spec, const float* x, int n,
+                                  const std::vector<ImageTargets>& targets, uint64_t key, float grad_scale,
+                                  double* loss_terms, const std::function<void(size_t)>& ready) {
   const MaskRcnnSpec& sp = maskrcnn_spec_of(net);
   MLPD_CHECK(static_cast<int>(targets.size()) == n, "maskrcnn_train_batch: one ImageTargets per image");
   MLPD_CHECK(spec.rpn.batch <= b.max_rpn_samples, "maskrcnn: the step buffers hold fewer RPN samples");
@@ -103,7 +107,7 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
   const int H = sp.in_h, W = sp.in_w, C = sp.classes, M = maskrcnn_mask_size(net);
   const std::vector<float>& anchors = maskrcnn_anchors(net);
   const int AN = static_cast<int>(anchors.size() / 4);
-  MaskRcnnLosses L;
+  MaskRcnnRows L;
 
   arena_reset(arena);
   const RpnOutputs rpn = maskrcnn_rpn_forward(net, store, arena, x, n, true);
@@ -130,7 +134,7 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
   const int32_t* dev_samples = b.rpn_samples;
   o.rpn_loss_batch(rpn.objectness, rpn.deltas, n, AN, dev_samples + 2 * (n + 1), dev_samples, dev_samples + (n + 1),
                    reinterpret_cast<const float*>(dev_samples + at_targets), grad_scale, b.dobjectness, b.drpn_deltas,
-                   &L.rpn_objectness, &L.rpn_box, b.ops_arena);
+                   loss_terms, b.ops_arena);
 
   // The heads' RoIs sampled from the proposals.
   const std::vector<Proposals> proposals = fetch_proposals(net, b, spec.proposals, n);
@@ -209,19 +213,19 @@ MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& are
     copy_to_device(dev, b.mask_targets, b.h_mask_targets.data(), b.h_mask_targets.size());
   }
 
-  // Both heads' losses, queued behind both heads (each op waits for its loss value).
+  // Both heads' losses, queued behind both heads, added on the device.
   if (R > 0) {
     const int32_t* d = b.roi_samples;
     o.rcnn_box_loss(bo.cls_logits, bo.deltas, n, C, d + 2 * (n + 1), d, d + (n + 1),
-                    reinterpret_cast<const float*>(d + roi_targets_at), grad_scale, b.dcls, b.dbox, &L.classifier,
-                    &L.box, b.ops_arena);
+                    reinterpret_cast<const float*>(d + roi_targets_at), grad_scale, b.dcls, b.dbox, loss_terms + 2,
+                    b.ops_arena);
     L.rois = R;
     g.cls_logits = b.dcls;
     g.box_deltas = b.dbox;
   }
   if (F > 0) {
-    L.mask = o.rcnn_mask_loss(mask_logits, n, F, M * M, C, b.mask_samples + (n + 1), b.mask_targets, b.mask_samples,
-                              grad_scale, b.dmask, b.ops_arena);
+    o.rcnn_mask_loss(mask_logits, n, F, M * M, C, b.mask_samples + (n + 1), b.mask_targets, b.mask_samples,
+                     grad_scale, b.dmask, loss_terms + 4, b.ops_arena);
     L.masks = F;
     g.mask_logits = b.dmask;
   }

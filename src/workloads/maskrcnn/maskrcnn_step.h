@@ -36,11 +36,21 @@ struct ImageTargets {
   int count() const { return static_cast<int>(labels.size()); }
 };
 
+// A batch's five losses, where its loss ops add them: kMaskRcnnLossTerms doubles in the memory of
+// the model's device, in this order (a step's loss stays on its device: workloads/step_loss.h).
+constexpr int kMaskRcnnLossTerms = 5;  // rpn objectness, rpn box, classifier, box, mask
+
+struct MaskRcnnRows {
+  int rois = 0, masks = 0;  // rows through each head
+};
+
+// The losses on the host (tests and tools): from the five terms, read back.
 struct MaskRcnnLosses {
   double rpn_objectness = 0, rpn_box = 0, classifier = 0, box = 0, mask = 0;
-  int rois = 0, masks = 0;  // rows through each head
+  int rois = 0, masks = 0;
   double total() const { return rpn_objectness + rpn_box + classifier + box + mask; }
 };
+MaskRcnnLosses maskrcnn_losses(const double* host_terms, const MaskRcnnRows& rows);
 
 // Host and device buffers of the step (and of inference), sized for the model's limits and the
 // proposal counts of training and evaluation.
@@ -78,12 +88,13 @@ void queue_proposals(MaskRcnn& net, MaskRcnnStepBuffers& b, const ProposalSpec& 
 std::vector<Proposals> fetch_proposals(const MaskRcnn& net, MaskRcnnStepBuffers& b, const ProposalSpec& spec, int n);
 
 // Forward and backward of n images x (host [n, in_h, in_w, in_c]) against their targets; `key`
-// numbers the batch's images for the sampling (image i draws with key + i). Adds the gradients;
-// ready as maskrcnn_backward. Foreground RoIs beyond the model's max_masks are left out of the mask
-// loss (the first ones of each image kept, an equal share per image).
-MaskRcnnLosses maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& arena, MaskRcnnStepBuffers& b,
-                                    const MaskRcnnTrainSpec& spec, const float* x, int n,
-                                    const std::vector<ImageTargets>& targets, uint64_t key, float grad_scale,
-                                    const std::function<void(size_t)>& ready);
+// numbers the batch's images for the sampling (image i draws with key + i). Adds the gradients, and
+// the five losses to loss_terms (kMaskRcnnLossTerms doubles on the model's device); ready as
+// maskrcnn_backward. Foreground RoIs beyond the model's max_masks are left out of the mask loss (the
+// first ones of each image kept, an equal share per image).
+MaskRcnnRows maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& arena, MaskRcnnStepBuffers& b,
+                                  const MaskRcnnTrainSpec& spec, const float* x, int n,
+                                  const std::vector<ImageTargets>& targets, uint64_t key, float grad_scale,
+                                  double* loss_terms, const std::function<void(size_t)>& ready);
 
 }  // namespace mlpd

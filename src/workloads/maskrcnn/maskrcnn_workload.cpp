@@ -59,6 +59,7 @@ struct MaskrcnnWorkload final : Workload {
   MaskRcnnInferSpec infer_spec;
   int rank = 0, ranks = 1;
   int span = 0, micro_batches = 1;
+  StepLoss step_loss;  // kMaskRcnnLossTerms per micro-batch
   std::vector<int64_t> perm;
   int perm_epoch = -1;
   std::vector<int64_t> idx;
@@ -114,18 +115,18 @@ StepStats MaskrcnnWorkload::train_step(int epoch, int64_t step, GradReady ready)
   }
   const float scale = 1.0f / static_cast<float>(facts.global_batch);
   StepStats st;
+  double* terms = begin_step_loss(s.step_loss);
+  st.loss = &s.step_loss;
   for (int m = 0; m < s.micro_batches; ++m) {
     const TrainSlot t = s.input.take(epoch, step, m, s.perm.data());  // and the next one starts filling
     const int slot = t.slot, n = static_cast<int>(t.slice.count);
     const Slice& sl = t.slice;
     const uint64_t key = uint64_t(epoch) * uint64_t(s.train.count) + uint64_t(sl.begin);
     const bool last = m + 1 == s.micro_batches;
-    const MaskRcnnLosses l =
-        maskrcnn_train_batch(*s.net, store, s.arena, s.buffers, s.train_spec, s.input.images(slot), n,
-                             s.targets[slot], key, scale, [&ready, last](size_t view) {
-                               if (last) ready(view);
-                             });
-    st.loss_sum += l.total();
+    maskrcnn_train_batch(*s.net, store, s.arena, s.buffers, s.train_spec, s.input.images(slot), n, s.targets[slot],
+                         key, scale, terms + size_t(m) * kMaskRcnnLossTerms, [&ready, last](size_t view) {
+                           if (last) ready(view);
+                         });
     st.loss_weight += n;
     st.work += n;
   }
@@ -215,6 +216,7 @@ std::unique_ptr<Workload> make_maskrcnn_workload(const WorkloadContext& ctx, con
   const BatchSplit split = split_rank_batch(f.global_batch, ctx.ranks, config.at(keys::kModelBnSpan).get<int64_t>());
   s.span = split.span;
   s.micro_batches = split.micro_batches;
+  s.step_loss = make_step_loss(ctx.device, kMaskRcnnLossTerms * s.micro_batches, kMaskRcnnLossTerms);
   f.bn_span = split.span;
   f.steps_per_epoch = batches_per_epoch(s.train.count, f.global_batch);
   if (f.steps_per_epoch == 0) throw UserError("global_batch_size exceeds the training set", 2);

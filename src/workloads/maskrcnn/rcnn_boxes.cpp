@@ -218,8 +218,12 @@ double rpn_loss(const RpnSample& s, const float* objectness, const float* deltas
              "rpn_loss: inconsistent RpnSample");
   const int32_t sample_first[2] = {0, n}, positive_first[2] = {0, s.positives};
   Arena none;
-  return rpn_loss_batch(objectness, deltas, 1, num_anchors, s.index.data(), sample_first, positive_first,
-                        s.deltas.data(), grad_scale, dobjectness, ddeltas, cls, box, none);
+  double parts[2] = {0.0, 0.0};
+  rpn_loss_batch(objectness, deltas, 1, num_anchors, s.index.data(), sample_first, positive_first, s.deltas.data(),
+                 grad_scale, dobjectness, ddeltas, parts, none);
+  if (cls) *cls = parts[0];
+  if (box) *box = parts[1];
+  return parts[0] + parts[1];
 }
 
 Proposals make_proposals(const ProposalSpec& spec, const float* anchors, const float* objectness,
@@ -294,8 +298,10 @@ double roi_box_loss(const RoiSample& s, const float* box_deltas, int classes, fl
              "roi_box_loss: inconsistent RoiSample");
   const int32_t row_first[2] = {0, s.count()}, fg_first[2] = {0, s.foreground};
   Arena none;
-  return rcnn_box_loss(nullptr, box_deltas, 1, classes, s.labels.data(), row_first, fg_first, s.deltas.data(),
-                       grad_scale, nullptr, dbox_deltas, nullptr, nullptr, none);
+  double parts[2] = {0.0, 0.0};
+  rcnn_box_loss(nullptr, box_deltas, 1, classes, s.labels.data(), row_first, fg_first, s.deltas.data(), grad_scale,
+                nullptr, dbox_deltas, parts, none);
+  return parts[0] + parts[1];
 }
 
 std::vector<float> mask_targets(const RoiSample& s, const std::vector<const uint8_t*>& masks, int img_h, int img_w,

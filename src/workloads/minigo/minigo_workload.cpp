@@ -70,6 +70,7 @@ struct MinigoWorkload final : Workload {
   std::vector<float> x, target_policy, target_value;
   DeviceBytes policy_dev = no_device_bytes(), value_dev = no_device_bytes();
   DeviceBytes dpolicy = no_device_bytes(), dvalue = no_device_bytes();
+  StepLoss step_loss;
   std::vector<float> eval_logits, eval_values;
   TrainingExample sym;
 
@@ -162,6 +163,8 @@ StepStats MinigoWorkload::train_step(int epoch, int64_t step, GradReady ready) {
   const size_t in = net_input_floats();
   const float scale = 1.0f / float(facts.global_batch);
   StepStats st;
+  double* loss = begin_step_loss(step_loss);
+  st.loss = &step_loss;
   for (int mb = 0; mb < micro_batches; ++mb) {
     // Micro-batch mb of rank r is "virtual rank" r*M+mb, as in resnet and ssd: the positions and
     // batch-norm groups of 2 ranks are those of 1 rank with 2 micro-batches.
@@ -181,8 +184,8 @@ StepStats MinigoWorkload::train_step(int epoch, int64_t step, GradReady ready) {
     const MinigoOutputs o = minigo_forward(*net, store, arena, x.data(), span, true);
     const float* tp = visible_on(device, target_policy.data(), as<float>(policy_dev), target_policy.size());
     const float* tv = visible_on(device, target_value.data(), as<float>(value_dev), target_value.size());
-    st.loss_sum += ops->softmax_xent_soft(o.policy, tp, span, moves, scale, as<float>(dpolicy), arena);
-    st.loss_sum += ops->tanh_mse(o.value, tv, span, scale, as<float>(dvalue), arena);
+    ops->softmax_xent_soft(o.policy, tp, span, moves, scale, as<float>(dpolicy), loss, arena);
+    ops->tanh_mse(o.value, tv, span, scale, as<float>(dvalue), loss, arena);
     st.loss_weight += span;
     st.work += span;
     const bool last = mb + 1 == micro_batches;
@@ -317,6 +320,7 @@ std::unique_ptr<Workload> make_minigo_workload(const WorkloadContext& ctx, const
   spec.device = ctx.device;
   spec.precision = ctx.precision;
   s.device = ctx.device;
+  s.step_loss = make_step_loss(ctx.device, 1);
   s.ops = &ops_for(ctx.device, ctx.precision);
   s.net = build_minigo_net(spec, s.store);
   finalize_params(s.store);

@@ -43,6 +43,7 @@ struct NcfWorkload final : Workload {
   const OpTable* ops = &cpu_ops();
   DeviceBytes device_labels = no_device_bytes();  // [max_batch] on a GPU
   DeviceBytes dlogits = no_device_bytes();        // [max_batch] on the device
+  StepLoss step_loss;
   int rank = 0;
   int ranks = 1;
   int negatives = 4;
@@ -108,7 +109,9 @@ StepStats NcfWorkload::train_step(int epoch, int64_t batch, GradReady ready) {
   const float* logits = neumf_forward(*s.net, store, s.users.data(), s.items.data(), n);
   StepStats st;
   const float* y = visible_on(s.device, s.labels.data(), as<float>(s.device_labels), static_cast<size_t>(n));
-  st.loss_sum = s.ops->sigmoid_bce(logits, y, n, 1.0f / static_cast<float>(facts.global_batch), as<float>(s.dlogits));
+  st.loss = &s.step_loss;
+  s.ops->sigmoid_bce(logits, y, n, 1.0f / static_cast<float>(facts.global_batch), as<float>(s.dlogits),
+                     begin_step_loss(s.step_loss));
   st.loss_weight = n;
   st.work = n;
   neumf_backward(*s.net, store, s.users.data(), s.items.data(), n, as<float>(s.dlogits),
@@ -184,6 +187,7 @@ std::unique_ptr<Workload> make_ncf_workload(const WorkloadContext& ctx, const nl
   s->items.assign(mb, 0);
   s->labels.assign(mb, 0.0f);
   s->dlogits = alloc_on(ctx.device, sizeof(float) * mb);
+  s->step_loss = make_step_loss(ctx.device, 1);
   const NeuMF& net = *s->net;
   const auto F = static_cast<size_t>(spec.mf_dim), E = static_cast<size_t>(spec.mlp_layers[0] / 2);
   s->sparse_rows = {{net.gmf_user, F, {}}, {net.gmf_item, F, {}}, {net.mlp_user, E, {}}, {net.mlp_item, E, {}}};

@@ -34,6 +34,7 @@ struct ResnetWorkload final : Workload {
   const OpTable* ops = &cpu_ops();
   DeviceBytes labels = no_device_bytes();   // [span] int32 on the device (CUDA only)
   DeviceBytes dlogits = no_device_bytes();  // [span, classes] on the device
+  StepLoss step_loss;
   int rank = 0;
   int ranks = 1;
   int micro_batches = 1;  // per rank per step
@@ -78,6 +79,8 @@ StepStats ResnetWorkload::train_step(int epoch, int64_t batch, GradReady ready) 
   ResnetWorkload& s = *this;
   const int64_t global_batch = facts.global_batch;
   StepStats st;
+  double* loss = begin_step_loss(s.step_loss);
+  st.loss = &s.step_loss;
   for (int m = 0; m < s.micro_batches; ++m) {
     if (s.pending_epoch != epoch || s.pending_batch != batch || s.pending_micro != m) {
       if (s.pending_batch >= 0) s.prefetcher.wait();  // drain a prefetch we will not use
@@ -95,7 +98,7 @@ StepStats ResnetWorkload::train_step(int epoch, int64_t batch, GradReady ready) 
     const float* logits = resnet_forward(*s.net, store, s.arena, b.x, b.n, true);
     const float scale = 1.0f / static_cast<float>(global_batch);
     const int32_t* y = visible_on(s.device, b.y, as<int32_t>(s.labels), static_cast<size_t>(b.n));
-    st.loss_sum += s.ops->softmax_xent(logits, y, b.n, s.classes, s.label_smoothing, scale, as<float>(s.dlogits), nullptr);
+    s.ops->softmax_xent(logits, y, b.n, s.classes, s.label_smoothing, scale, as<float>(s.dlogits), loss, nullptr);
     st.loss_weight += b.n;
     st.work += b.n;
     // Only the last micro-batch finishes a gradient: earlier ones still accumulate into it.
@@ -120,7 +123,7 @@ EvalPartial ResnetWorkload::evaluate() {
     arena_reset(s.arena);
     const float* logits = resnet_forward(*s.net, store, s.arena, s.eval_x.data(), n, false);
     int correct = 0;
-    s.ops->softmax_xent(logits, visible_on(s.device, s.eval_y.data(), as<int32_t>(s.labels), static_cast<size_t>(n)), n, s.classes, 0.0f, 1.0f, nullptr, &correct);
+    s.ops->softmax_xent(logits, visible_on(s.device, s.eval_y.data(), as<int32_t>(s.labels), static_cast<size_t>(n)), n, s.classes, 0.0f, 1.0f, nullptr, nullptr, &correct);
     correct_sum += correct;
     samples += n;
   }
@@ -184,6 +187,7 @@ std::unique_ptr<Workload> make_resnet_workload(const WorkloadContext& ctx, const
   const size_t sample_floats = static_cast<size_t>(s->train.h) * s->train.w * s->train.c;
   s->eval_x.assign(sample_floats * static_cast<size_t>(s->span), 0.0f);
   s->eval_y.assign(static_cast<size_t>(s->span), 0);
+  s->step_loss = make_step_loss(ctx.device, 1);
   s->dlogits = alloc_on(ctx.device, sizeof(float) * static_cast<size_t>(s->span) * static_cast<size_t>(s->classes));
   if (ctx.device != Device::cpu) s->labels = alloc_on(ctx.device, sizeof(int32_t) * static_cast<size_t>(s->span));
   // On a GPU the batches are filled in page-locked memory, so their copy up runs asynchronously (a

@@ -63,6 +63,7 @@ struct SsdWorkload final : Workload {
   DeviceBytes gt_boxes_dev = no_device_bytes(), gt_labels_dev = no_device_bytes(), gt_first_dev = no_device_bytes();
   DeviceBytes labels_dev = no_device_bytes(), loc_t_dev = no_device_bytes();
   DeviceBytes dconf = no_device_bytes(), dloc = no_device_bytes();
+  StepLoss step_loss;
   DeviceBytes det_boxes = no_device_bytes(), det_scores = no_device_bytes(), det_classes = no_device_bytes(),
               det_count = no_device_bytes();
   int64_t max_gts = 0;  // per forward, what the gt buffers hold
@@ -102,6 +103,8 @@ StepStats SsdWorkload::train_step(int epoch, int64_t step, GradReady ready) {
   }
   const float scale = 1.0f / static_cast<float>(facts.global_batch);
   StepStats st;
+  double* loss = begin_step_loss(s.step_loss);
+  st.loss = &s.step_loss;
   for (int m = 0; m < s.micro_batches; ++m) {
     const TrainSlot t = s.input.take(epoch, step, m, s.perm.data());  // and the next one starts filling
     const int slot = t.slot, n = static_cast<int>(t.slice.count);
@@ -114,10 +117,8 @@ StepStats SsdWorkload::train_step(int epoch, int64_t step, GradReady ready) {
     s.ops->ssd_assign_targets(as<float>(s.priors_dev), s.priors, where(s, batch.gt_boxes, s.gt_boxes_dev),
                               where(s, batch.gt_labels, s.gt_labels_dev), where(s, batch.gt_first, s.gt_first_dev),
                               n, s.cfg.match_iou_threshold, kSsdVarCenter, kSsdVarSize, labels, loc_t, s.arena);
-    int positives = 0;
-    st.loss_sum += s.ops->ssd_multibox_loss(out.conf, out.loc, labels, loc_t, n, s.priors, s.classes,
-                                            s.cfg.neg_pos_ratio, scale, as<float>(s.dconf), as<float>(s.dloc),
-                                            &positives, s.arena);
+    s.ops->ssd_multibox_loss(out.conf, out.loc, labels, loc_t, n, s.priors, s.classes, s.cfg.neg_pos_ratio, scale,
+                             as<float>(s.dconf), as<float>(s.dloc), loss, nullptr, s.arena);
     st.loss_weight += n;
     st.work += n;
     const bool last = m + 1 == s.micro_batches;
@@ -226,6 +227,7 @@ std::unique_ptr<Workload> make_ssd_workload(const WorkloadContext& ctx, const nl
   spec.device = ctx.device;
   spec.precision = ctx.precision;
   s.device = ctx.device;
+  s.step_loss = make_step_loss(ctx.device, 1);
   s.ops = &ops_for(ctx.device, ctx.precision);
   s.net = build_ssd(spec, s.store);
   finalize_params(s.store);

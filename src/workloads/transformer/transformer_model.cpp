@@ -276,8 +276,8 @@ struct Transformer final : Seq2Seq {
     for (size_t v = end; v > first; --v) ready(v - 1);
   }
 
-  double train_batch(ParamStore& s, const TranslationBatch& b, float grad_scale, uint64_t dropout_seed,
-                     const std::function<void(size_t)>& ready) override {
+  void train_batch(ParamStore& s, const TranslationBatch& b, float grad_scale, uint64_t dropout_seed,
+                   double* loss_sum, const std::function<void(size_t)>& ready) override {
     const int B = b.batch, S = b.src_len, T = b.tgt_len;
     MLPD_CHECK(B >= 1 && B <= spec.limits.max_batch && S <= spec.limits.max_src_len && T <= spec.limits.max_tgt_len,
                "transformer batch larger than the model was built for");
@@ -307,7 +307,7 @@ struct Transformer final : Seq2Seq {
     const float* E = param_ptr(s, embedding);
     ops->embedding_gather(y, d, d_vidx, N, yv, d);
     ops->gemm(false, true, N, V, d, 1.0f, yv, d, E, d, 0.0f, logits, V);
-    const double loss = ops->softmax_xent(logits, d_vlab, N, V, spec.label_smoothing, grad_scale, dlogits, nullptr);
+    ops->softmax_xent(logits, d_vlab, N, V, spec.label_smoothing, grad_scale, dlogits, loss_sum, nullptr);
     // dyv = dlogits E; dE += dlogits^T yv; then back to the padded rows.
     ops->gemm(false, false, N, d, V, 1.0f, dlogits, V, E, d, 0.0f, dyv, d);
     ops->gemm(true, false, V, d, N, 1.0f, dlogits, V, yv, d, 1.0f, grad_ptr(s, embedding), d);
@@ -356,7 +356,6 @@ struct Transformer final : Seq2Seq {
     embed_bwd(s, d_src, src_rows, x0_mask, g_y);
     if (ready) ready(embedding);
     training = false;
-    return loss;
   }
 
   // Gradient of the (dropped-out) embedding output into the shared table.

@@ -48,10 +48,11 @@ struct Seq2Seq {
   virtual void init_parameters(ParamStore& store, uint64_t seed) const = 0;
   // Forward and backward of one batch: accumulates into store.grads the gradients of the
   // label-smoothed cross-entropy summed over target tokens and scaled by grad_scale, calls ready
-  // (nullable) with each view once its gradient is final (reverse view order), and returns the
-  // unscaled loss sum. Dropout masks are drawn from (dropout_seed, element offset).
-  virtual double train_batch(ParamStore& store, const TranslationBatch& b, float grad_scale, uint64_t dropout_seed,
-                             const std::function<void(size_t)>& ready) = 0;
+  // (nullable) with each view once its gradient is final (reverse view order), and adds the unscaled
+  // loss sum to *loss_sum (nullable; a double in the memory of the model's device, as every loss op's).
+  // Dropout masks are drawn from (dropout_seed, element offset).
+  virtual void train_batch(ParamStore& store, const TranslationBatch& b, float grad_scale, uint64_t dropout_seed,
+                           double* loss_sum, const std::function<void(size_t)>& ready) = 0;
   // Decoding (no dropout): begin_decode encodes b's sources for `beam` hypotheses each; then
   // decode_step is beam_search's callback (src/translation/beam_search.h): for each of rows =
   // b.batch * beam hypotheses its last token and the row of the previous step it continues, and

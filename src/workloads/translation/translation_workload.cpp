@@ -59,6 +59,7 @@ struct TranslationWorkload final : Workload {
   Seq2SeqLimits limits;
   TranslationBatch batch;
   std::vector<float> log_probs;
+  StepLoss step_loss;
 
   void init_parameters(uint64_t seed) override { model->init_parameters(store, seed); }
   StepStats train_step(int epoch, int64_t step, GradReady ready) override;
@@ -169,8 +170,9 @@ StepStats TranslationWorkload::train_step(int epoch, int64_t step, GradReady rea
                            (static_cast<uint64_t>(step) << 12) ^ static_cast<uint64_t>(rank);
   const uint64_t dropout_seed = rng_u64(spec.config.seed, kDropoutSeedStream, counter);
   StepStats st;
-  st.loss_sum = model->train_batch(store, batch, 1.0f / static_cast<float>(facts.global_batch), dropout_seed,
-                                   [&ready](size_t view) { ready(view); });
+  st.loss = &step_loss;
+  model->train_batch(store, batch, 1.0f / static_cast<float>(facts.global_batch), dropout_seed,
+                     begin_step_loss(step_loss), [&ready](size_t view) { ready(view); });
   double src_tokens = 0, tgt_tokens = 0;
   for (int i = 0; i < batch.batch; ++i) {
     src_tokens += batch.src_lengths[static_cast<size_t>(i)];
@@ -273,6 +275,7 @@ std::unique_ptr<Workload> make_translation_workload(const WorkloadContext& ctx, 
   lim.max_decode_len = 2 * lim.max_src_len + 10;
   const int vocab = static_cast<int>(data.bpe.symbols.size());
   w->model = spec.build_model(lim, vocab, w->store);
+  w->step_loss = make_step_loss(ctx.device, 1);
   finalize_params(w->store);
   f.model_summary = w->model->summary(w->store) + "; " + std::to_string(kept) + " of " +
                     std::to_string(data.train.size()) + " training pairs within " + std::to_string(L) + " tokens (" +

@@ -33,6 +33,7 @@ struct TinyWorkload final : Workload {
   uint64_t seed = 0;
   float noise = 1.0f;
   size_t w_view = 0, b_view = 0;
+  StepLoss step_loss = make_step_loss(Device::cpu, 1);
   float x[kDims] = {}, p[kClasses] = {};
 
   // Sample `i` of a stream: label i % K, features at the label's centre plus Gaussian noise.
@@ -71,10 +72,12 @@ struct TinyWorkload final : Workload {
     float* gw = grad_ptr(store, w_view);
     float* gb = grad_ptr(store, b_view);
     StepStats st;
+    double* loss = begin_step_loss(step_loss);
+    st.loss = &step_loss;
     for (int64_t i = begin; i < end; ++i) {
       const int label = sample(kTrainStream + static_cast<uint64_t>(epoch), first + i);
       softmax_of_x();
-      st.loss_sum -= std::log(std::max(p[label], 1e-30f));
+      *loss -= std::log(std::max(p[label], 1e-30f));
       for (int k = 0; k < kClasses; ++k) {
         const float g = (p[k] - (k == label ? 1.0f : 0.0f)) / static_cast<float>(n);
         gb[k] += g;
