@@ -455,24 +455,25 @@ Case optim_case(const std::string& op, size_t n, const char* label) {
   else if (op == "sum_squares") r.bytes = kF * N, r.flops = 2 * N;
   else r.bytes = kF * (1 + 6 * live) * N, r.flops = 14 * live * N;  // adam: read g, then p, m, v in and out
   const float b1 = 0.9f, b2 = 0.999f, bias1 = 1.0f - 0.9f * 0.9f, bias2 = 1.0f - 0.999f * 0.999f;
-  // trust: where lars_update leaves its trust ratio (the table's memory), null while timed.
+  // trust: where lars_update leaves its trust ratio (the table's memory), null while timed; result:
+  // where sum_squares adds its sum (the table's memory).
+  auto sum = gpu_loss_sum();
   auto call = [=](const OpTable& t, float* pp, const float* pg, float* pm, float* pv, double* result, float* trust) {
     if (op == "sgd_momentum_update") t.sgd_momentum_update(pp, pg, pm, n, 0.1f, 0.9f, 5e-5f);
     else if (op == "lars_update") t.lars_update(pp, pg, pm, n, 5.0f, 0.9f, 5e-5f, 0.001f, 0.0f, false, trust);
     else if (op == "adam_update") t.adam_update(pp, pg, pm, pv, n, 0.001f, b1, b2, 1e-8f, bias1, bias2);
     else if (op == "lazy_adam_update") t.lazy_adam_update(pp, pg, pm, pv, n, 0.001f, b1, b2, 1e-8f, bias1, bias2);
-    else *result = t.sum_squares(pp, n);
+    else t.sum_squares(pp, n, result);
   };
-  r.run = [=] {
-    double unused = 0;
-    call(G(), p->d(), g->d(), m->d(), v->d(), &unused, nullptr);
-  };
+  r.run = [=] { call(G(), p->d(), g->d(), m->d(), v->d(), sum->d(), nullptr); };
   r.check = [=] {
     p->reset(), m->reset(), v->reset();
     double gres = 0, cres = 0;
     DevF gtrust(std::vector<float>(1, 0.0f));
     float ctrust = 0.0f;
-    call(G(), p->d(), g->d(), m->d(), v->d(), &gres, gtrust.d());
+    sum->zero();
+    call(G(), p->d(), g->d(), m->d(), v->d(), sum->d(), gtrust.d());
+    if (op == "sum_squares") gres = sum->read();
     std::vector<float> wp = p->host, wm = m->host, wv = v->host;
     call(C(), wp.data(), g->host.data(), wm.data(), wv.data(), &cres, &ctrust);
     if (op == "lars_update") gres = gtrust.download()[0], cres = ctrust;

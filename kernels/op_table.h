@@ -23,7 +23,7 @@ namespace mlpd {
   X(avgpool_forward) X(avgpool_backward) X(global_avgpool_forward) X(global_avgpool_backward)           \
   X(linear_forward) X(linear_backward) X(bias_grad) X(softmax_xent) X(sgd_momentum_update) X(lars_update)             \
   X(adam_update) X(lazy_adam_update) X(sum_squares) X(embedding_gather) X(embedding_scatter_add)         \
-  X(gmf_forward) X(gmf_backward) X(sigmoid_bce) X(scale_inplace)                                        \
+  X(gmf_forward) X(gmf_backward) X(sigmoid_bce) X(scale_inplace) X(clip_by_global_norm)                 \
   MLPD_TRANSFORMER_OPS(X) MLPD_GNMT_OPS(X) MLPD_DETECTION_OPS(X) MLPD_MINIGO_OPS(X)
 
 struct OpTable {

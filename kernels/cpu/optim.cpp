@@ -13,10 +13,21 @@ void sgd_momentum_update(float* p, const float* g, float* m, size_t n, float lr,
   }
 }
 
-double sum_squares(const float* x, size_t n) {
+namespace {
+
+double squares(const float* x, size_t n) {
   double s = 0.0;
   for (size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
   return s;
+}
+
+}  // namespace
+
+void sum_squares(const float* x, size_t n, double* sum) { *sum += squares(x, n); }
+
+void clip_by_global_norm(float* x, size_t n, const double* sum_of_squares, float max_norm) {
+  const double norm = std::sqrt(*sum_of_squares);
+  if (norm > static_cast<double>(max_norm)) scale_inplace(x, n, static_cast<float>(static_cast<double>(max_norm) / norm));
 }
 
 void lars_update(float* p, const float* g, float* m, size_t n, float lr, float momentum, float weight_decay,
@@ -24,8 +35,8 @@ void lars_update(float* p, const float* g, float* m, size_t n, float lr, float m
   float trust = 1.0f;
   float wd = skip_trust_and_decay ? 0.0f : weight_decay;
   if (!skip_trust_and_decay) {
-    double pn = std::sqrt(sum_squares(p, n));
-    double gn = std::sqrt(sum_squares(g, n));
+    double pn = std::sqrt(squares(p, n));
+    double gn = std::sqrt(squares(g, n));
     double denom = gn + weight_decay * pn + epsilon;
     if (pn > 0.0 && denom > 0.0) trust = static_cast<float>(eta * pn / denom);
   }

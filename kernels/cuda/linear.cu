@@ -3,6 +3,8 @@
 // column and a batch of up to a million rows, so it must spread over the whole GPU and still give
 // the same bits every run: it is a cuBLAS GEMV of dy^T with a vector of ones (cuBLAS is
 // deterministic with its default atomics mode), the ones kept in a device buffer of this file.
+#include <algorithm>
+
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
@@ -21,9 +23,11 @@ __global__ void fill_kernel(float* p, size_t n, float v) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) p[i] = v;
 }
 
-// At least n ones on the device. Grown on the first calls (the largest batch), then reused: no
-// allocation in the steady state. One GPU per process; a process that switches GPUs gets a new
-// buffer and leaves the old one behind.
+// At least n ones on the device. Grown on the first calls, then reused: no allocation in the steady
+// state. Growing waits for the queued GEMVs, so it grows to twice the old size and 64K ones at
+// least: batches whose row count varies step by step (maskrcnn's RoIs) grow it once, not every
+// few steps. One GPU per process; a process that switches GPUs gets a new buffer and leaves the old
+// one behind.
 const float* device_ones(size_t n) {
   static float* ones = nullptr;
   static size_t count = 0;
@@ -35,11 +39,13 @@ const float* device_ones(size_t n) {
     CUDA_CHECK(cudaStreamSynchronize(stream()));  // queued GEMVs may still read the old buffer
     CUDA_CHECK(cudaFree(ones));
   }
+  const size_t grown = std::max({n, device == on_device ? 2 * count : 0, size_t(1) << 16});
   ones = nullptr;
   count = 0;
-  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ones), sizeof(float) * n));
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ones), sizeof(float) * grown));
   on_device = device;
-  count = n;
+  count = grown;
+  n = grown;
   fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ones, n, 1.0f);
   CUDA_CHECK_LAUNCH();
   return ones;

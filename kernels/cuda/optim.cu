@@ -68,6 +68,18 @@ __global__ void lars_trust_kernel(const double* sums, float weight_decay, float 
   *trust = t;
 }
 
+__global__ void add_kernel(const double* from, double* into) { *into += *from; }
+
+// x *= max_norm / norm where norm = sqrt(*sum_of_squares) > max_norm (each thread works the ratio
+// out alike, rounded as the host's: double sqrt and division, then to float).
+__global__ void clip_kernel(float* x, size_t n, const double* __restrict__ sum_of_squares, float max_norm) {
+  const double norm = sqrt(*sum_of_squares);
+  if (!(norm > double(max_norm))) return;
+  const float alpha = static_cast<float>(__ddiv_rn(double(max_norm), norm));
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) x[i] *= alpha;
+}
+
 // scaled = lr * trust, the trust read where lars_trust_kernel wrote it; wd is 0 for views that
 // skip trust and decay.
 __global__ void lars_kernel(float* p, const float* g, float* m, size_t n, float momentum, float lr,
@@ -141,12 +153,16 @@ void sgd_momentum_update(float* p, const float* g, float* m, size_t n, float lr,
   CUDA_CHECK_LAUNCH();
 }
 
-double sum_squares(const float* x, size_t n) {
-  if (n == 0) return 0.0;
-  double s = 0.0;
-  CUDA_CHECK(cudaMemcpyAsync(&s, queue_sum_squares(x, nullptr, n), sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaStreamSynchronize(stream()));
-  return s;
+void sum_squares(const float* x, size_t n, double* sum) {
+  if (n == 0) return;
+  add_kernel<<<1, 1, 0, stream()>>>(queue_sum_squares(x, nullptr, n), sum);
+  CUDA_CHECK_LAUNCH();
+}
+
+void clip_by_global_norm(float* x, size_t n, const double* sum_of_squares, float max_norm) {
+  if (n == 0) return;
+  clip_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(x, n, sum_of_squares, max_norm);
+  CUDA_CHECK_LAUNCH();
 }
 
 void lars_update(float* p, const float* g, float* m, size_t n, float lr, float momentum, float weight_decay,

@@ -47,6 +47,9 @@ void init_optimizer(Optimizer& opt, const ParamStore& s) {
   if (is_adam(opt)) opt.second_moment.assign(s.param_count, 0.0f);
   opt.steps = 0;
   opt.device = s.device;
+  DeviceBytes norm = alloc_on(opt.device, sizeof(double));
+  opt.norm_memory = std::shared_ptr<std::byte>(norm.release(), norm.get_deleter());
+  opt.norm_sum = reinterpret_cast<double*>(opt.norm_memory.get());
   if (on_device(opt)) {
     const size_t floats = opt.velocity.size() + opt.second_moment.size();
     DeviceBytes moments = alloc_on(opt.device, floats * sizeof(float));
@@ -70,19 +73,19 @@ void upload_optimizer(Optimizer& opt) {
 
 namespace {
 
-// Scales every gradient by clip_norm / ||g|| when ||g|| (over the whole model) is larger.
+// Scales every gradient by clip_norm / ||g|| when ||g|| (over the whole model) is larger. The sum
+// of squares stays on the store's device: on a GPU clipping queues with no host wait.
 void clip_gradients(const Optimizer& opt, ParamStore& s) {
+  MLPD_CHECK(opt.norm_sum, "gradient clipping before init_optimizer");
   const OpTable& o = ops_for(s.device);
+  zero_on(s.device, opt.norm_sum, sizeof(double));
   // On the CPU the sum of each view's sum (the order its results' bits depend on); on a GPU one
-  // sum over the flat buffer, so a step waits on the device once, not once per view.
-  double sq = 0.0;
+  // sum over the flat buffer.
   if (s.device == Device::cpu)
-    for (const ParamView& v : s.views) sq += o.sum_squares(grads_data(s) + v.offset, v.count);
+    for (const ParamView& v : s.views) o.sum_squares(grads_data(s) + v.offset, v.count, opt.norm_sum);
   else
-    sq = o.sum_squares(grads_data(s), s.param_count);
-  const double norm = std::sqrt(sq);
-  if (norm > static_cast<double>(opt.clip_norm))
-    o.scale_inplace(grads_data(s), s.param_count, static_cast<float>(static_cast<double>(opt.clip_norm) / norm));
+    o.sum_squares(grads_data(s), s.param_count, opt.norm_sum);
+  o.clip_by_global_norm(grads_data(s), s.param_count, opt.norm_sum, opt.clip_norm);
 }
 
 }  // namespace

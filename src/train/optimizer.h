@@ -31,6 +31,10 @@ struct Optimizer {
   std::shared_ptr<std::byte> device_moments;
   float* device_velocity = nullptr;
   float* device_second_moment = nullptr;
+  // Gradient clipping's sum of squares, where the ops add it: a double on the store's device (so
+  // that clipping on a GPU never waits for it).
+  std::shared_ptr<std::byte> norm_memory;
+  double* norm_sum = nullptr;
 };
 
 // LazyAdam (TensorFlow's LazyAdamOptimizer, as MLPerf's NCF submissions used it): in the views

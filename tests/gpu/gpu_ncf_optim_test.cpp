@@ -290,11 +290,45 @@ class SumSquaresGpu : public GpuTestWithParam<size_t> {};
 TEST_P(SumSquaresGpu, MatchesCpuInDoubleAndRerunsToTheSameBits) {
   const size_t n = GetParam();
   const auto x = random_floats(n, 106, -3.0f, 3.0f);
-  const double want = cpu().sum_squares(x.data(), n);
+  double want = 0.0;
+  cpu().sum_squares(x.data(), n, &want);
   DeviceBuffer<float> gx(x);
-  const double got = gpu().sum_squares(gx.get(), n), again = gpu().sum_squares(gx.get(), n);
+  DeviceLossSum sum;
+  gpu().sum_squares(gx.get(), n, sum.get());
+  const double got = sum.read();
+  gpu().sum_squares(gx.get(), n, sum.get());  // added onto the first
+  const double twice = sum.read();
+  sum.zero();
+  gpu().sum_squares(gx.get(), n, sum.get());
+  const double again = sum.read();
   EXPECT_TRUE(scalar_close("sum_squares", got, want, 1e-10, 0.0));
   EXPECT_TRUE(same_bits("sum_squares (two runs)", std::vector<double>{got}, std::vector<double>{again}));
+  EXPECT_TRUE(same_bits("sum_squares added twice", std::vector<double>{twice}, std::vector<double>{got + got}));
+}
+
+// Gradient clipping: the same ratio, worked out on the device from the device's sum of squares,
+// scales the vector as the CPU's does (exactly: one float ratio times each element); a norm under
+// the limit leaves it alone.
+TEST_P(SumSquaresGpu, ClipByGlobalNormMatchesTheCpu) {
+  const size_t n = GetParam();
+  if (n == 0) return;  // nothing to scale (the empty sum is 0.0 above)
+  const auto x = random_floats(n, 107, -3.0f, 3.0f);
+  double sq = 0.0;
+  cpu().sum_squares(x.data(), n, &sq);
+  const double norm = std::sqrt(sq);
+  for (const float max_norm : {static_cast<float>(norm / 3), static_cast<float>(norm * 2)}) {
+    std::vector<float> want = x;
+    double cpu_sq = 0.0;
+    cpu().sum_squares(want.data(), n, &cpu_sq);
+    cpu().clip_by_global_norm(want.data(), n, &cpu_sq, max_norm);
+    DeviceBuffer<float> gx(x);
+    DeviceLossSum gsq;
+    gpu().sum_squares(gx.get(), n, gsq.get());
+    gpu().clip_by_global_norm(gx.get(), n, gsq.get(), max_norm);
+    EXPECT_TRUE(all_close(cat("clip_by_global_norm at ", max_norm), gx.download(), want, 1e-6, 0.0));
+    if (max_norm > norm) EXPECT_EQ(want, x);
+    else EXPECT_NE(want, x);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, SumSquaresGpu,
