@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 #include <execinfo.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -56,18 +58,27 @@ std::atomic<long> g_host_waits{0};
 
 struct WaitSites {
   std::map<std::vector<void*>, long> counts;
+  // To stderr; or, where MLPD_EMULATE_HOST_WAITS names a directory, to waits.<pid>.txt there (the
+  // ranks of an mpirun would interleave their lines on stderr).
   ~WaitSites() {
+    const char* dir = std::getenv("MLPD_EMULATE_HOST_WAITS");
+    FILE* out = stderr;
+    if (dir && std::strcmp(dir, "1") != 0) {
+      const std::string path = std::string(dir) + "/waits." + std::to_string(getpid()) + ".txt";
+      if (FILE* f = std::fopen(path.c_str(), "w")) out = f;
+    }
     for (const auto& [stack, count] : counts) {
-      std::fprintf(stderr, "cuda emulator: wait site %ld", count);
+      std::fprintf(out, "cuda emulator: wait site %ld", count);
       for (void* frame : stack) {
         Dl_info info{};
         if (dladdr(frame, &info) && info.dli_fname)
-          std::fprintf(stderr, " %s+0x%lx", info.dli_fname,
+          std::fprintf(out, " %s+0x%lx", info.dli_fname,
                        static_cast<unsigned long>(reinterpret_cast<uintptr_t>(frame) -
                                                   reinterpret_cast<uintptr_t>(info.dli_fbase) - 1));
       }
-      std::fprintf(stderr, "\n");
+      std::fprintf(out, "\n");
     }
+    if (out != stderr) std::fclose(out);
   }
 };
 

@@ -19,16 +19,19 @@ declare -A sets=([resnet]=global_batch_size=8 [ssd]=global_batch_size=4 [transfo
 # Per site, the waits of steps 2 and 3 (a run of 3 steps less a run of 1), named; fails on a site
 # inside a workload's train_step other than ALLOWED (a function name, or "-").
 check_sites() {  # WORKLOAD ALLOWED
-  python3 - "$WORK/$1_1.txt" "$WORK/$1_3.txt" "$2" <<'PY'
-import collections, subprocess, sys
-def sites(path):
+  python3 - "$WORK/$1_1" "$WORK/$1_3" "$2" <<'PY'
+import collections, glob, subprocess, sys
+def sites(directory):  # every process's waits.<pid>.txt
     out = collections.Counter()
-    for line in open(path):
-        if line.startswith("cuda emulator: wait site "):
-            words = line.split()
-            out[tuple(words[5:])] += int(words[4])
+    for path in glob.glob(directory + "/waits.*.txt"):
+        for line in open(path):
+            if line.startswith("cuda emulator: wait site "):
+                words = line.split()
+                out[tuple(words[5:])] += int(words[4])
     return out
 one, three, allowed = sites(sys.argv[1]), sites(sys.argv[2]), sys.argv[3]
+if not three:  # every step waits once at least (its loss): no sites means no report was written
+    sys.exit(f"no wait sites in {sys.argv[2]}: MLPD_EMULATE_HOST_WAITS not honoured?")
 names = {}
 def name(frame):
     if frame not in names:
@@ -51,10 +54,10 @@ for stack, count in sorted(three.items()):
 sys.exit(bad > 0)
 PY
 }
-run_bench() {  # WORKLOAD STEPS [MPI...]
+run_bench() {  # WORKLOAD STEPS: the wait sites in $WORK/WORKLOAD_STEPS/
   local b=$1 steps=$2
-  shift 2
-  MLPD_EMULATE_HOST_WAITS=1 "$@" "$BENCH" --benchmark "$b" --data-dir "$DATA" --device cuda --steps "$steps" \
+  mkdir -p "$WORK/${b}_$steps"
+  MLPD_EMULATE_HOST_WAITS="$WORK/${b}_$steps" "$BENCH" --benchmark "$b" --data-dir "$DATA" --device cuda --steps "$steps" \
     --warmup 1 --set "${sets[$b]}" > "$WORK/${b}_$steps.txt" 2>&1 ||
     { tail -20 "$WORK/${b}_$steps.txt"; fail "bench_train $b ($steps steps) failed"; }
 }
@@ -73,7 +76,8 @@ for b in resnet ncf transformer gnmt ssd maskrcnn; do
 done
 # At two ranks the gradients go through NCCL buckets from backward, ordered by events: no host wait.
 for steps in 1 3; do
-  MLPD_EMULATE_HOST_WAITS=1 "${MPIRUN[@]}" -np 2 "$BENCH" --benchmark ncf --data-dir "$DATA" --device cuda \
+  mkdir -p "$WORK/ncf2_$steps"
+  MLPD_EMULATE_HOST_WAITS="$WORK/ncf2_$steps" "${MPIRUN[@]}" -np 2 "$BENCH" --benchmark ncf --data-dir "$DATA" --device cuda \
     --steps $steps --warmup 1 --set "${sets[ncf]}" > "$WORK/ncf2_$steps.txt" 2>&1 ||
     { tail -20 "$WORK/ncf2_$steps.txt"; fail "bench_train ncf at 2 ranks failed"; }
 done
