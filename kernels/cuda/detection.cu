@@ -829,11 +829,10 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-// The images' parts added in image order, as the CPU does.
-// The images' parts added in order onto the caller's loss: each part to loss_parts [2], or both to
-// loss_sum. An input a kernel flagged (an index or label out of range, inconsistent bounds) makes
-// the loss NaN: the device cannot stop the host, and the trainer stops a run whose loss is not
-// finite (the CPU op throws instead).
+// The images' parts added in image order, as the CPU does, onto the caller's loss: each part to
+// loss_parts [2], or both to loss_sum. An input a kernel flagged (an index or label out of range,
+// inconsistent bounds) makes the loss NaN: the device cannot stop the host, and the trainer stops a
+// run whose loss is not finite (the CPU op throws instead).
 __global__ void image_parts_total_kernel(int n, const double* __restrict__ img_cls, const double* __restrict__ img_box,
                                          const int* __restrict__ bad, double* __restrict__ loss_parts,
                                          double* __restrict__ loss_sum) {
