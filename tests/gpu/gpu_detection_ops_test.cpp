@@ -485,6 +485,20 @@ TEST_P(RpnLossGpu, MatchesCpu) {
   EXPECT_TRUE(same_bits("rpn_loss_batch ddeltas, rerun", rddel[1], rddel[0]));
   EXPECT_GT(cls, 0.0);
   EXPECT_GT(box, 0.0);
+  // An anchor past the image's: the CPU op throws; the device's, which cannot stop the host, makes
+  // both parts NaN (and the trainer stops a run whose loss is not finite).
+  std::vector<int32_t> bad = index;
+  bad[0] = in.A;
+  EXPECT_ANY_THROW(cpu().rpn_loss_batch(in.objectness.data(), in.deltas.data(), k.n, in.A, bad.data(),
+                                        sample_first.data(), positive_first.data(), targets.data(), 0.25f, dobj.data(),
+                                        ddel.data(), parts, ca));
+  const DeviceBuffer<int32_t> gbad(bad);
+  DeviceBuffer<float> gdobj(std::vector<float>(NA, kJunk)), gddel(std::vector<float>(NA * 4, kJunk));
+  DeviceLossSum gparts(2);
+  gpu().rpn_loss_batch(gobj.get(), gdel.get(), k.n, in.A, gbad.get(), gsf.get(), gpf.get(), gtargets.get(), 0.25f,
+                       gdobj.get(), gddel.get(), gparts.get(), ga);
+  const std::vector<double> flagged = gparts.parts();
+  EXPECT_TRUE(std::isnan(flagged[0]) && std::isnan(flagged[1])) << flagged[0] << " " << flagged[1];
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, RpnLossGpu,
