@@ -47,6 +47,15 @@ struct AdditiveAttentionDims {
   int value_dim = 1;  // width of the values (the encoder outputs)
 };
 
+// Mask R-CNN's RoI sampling (rcnn_sample_rois): the thresholds and sample sizes of the references'
+// sampler, and the counter-based draws' (seed, stream); image i of a batch draws with key + i.
+struct RoiSampling {
+  int batch = 64;             // RoIs per image
+  float pos_fraction = 0.25f; // at most int(batch * pos_fraction) of them foreground
+  float fg_iou = 0.5f, bg_iou_hi = 0.5f, bg_iou_lo = 0.0f;
+  uint64_t seed = 0, stream = 0, key = 0;
+};
+
 #include "kernels/op_signatures.inc"  // IWYU pragma: export
 
 // IoU of two (x1, y1, x2, y2) boxes, 0 where the union is not positive: the one every detection op
@@ -57,5 +66,23 @@ float box_iou(const float* a, const float* b);
 // moved by delta / (wx, wy, ww, wh), the size deltas clamped at log(1000 / 16), in double rounded
 // to float once; the one rpn_proposals decodes with, for host code that must decode the same way.
 void rcnn_decode_box(const float* ref, const float* delta, float wx, float wy, float ww, float wh, float* box);
+// Its encoding: delta = (wx (cbx - cax) / wa, wy (cby - cay) / ha, ww log(wb / wa), wh log(hb / ha))
+// of target b against reference a (w = x2 - x1, h = y2 - y1, centres c), in double rounded to float
+// once; both boxes of positive size (throws otherwise).
+void rcnn_encode_box(const float* ref, const float* target, float wx, float wy, float ww, float wh, float* delta);
+// The samplers' partial Fisher-Yates over candidates c[0, n) (in increasing index order): for draw
+// i < k' = min(k, n), j = i + rng_below(seed, stream, first + i, n - i), swap(c[i], c[j]); c[0, k')
+// is the sample, in that order. Returns k'. A function of (seed, stream, first) only.
+int draw_without_replacement(int32_t* c, int n, int k, uint64_t seed, uint64_t stream, uint64_t first);
+// The counter layout of the samplers' draws: each key owns 2^20 counters, the first half for the
+// positives (foreground), the second for the negatives (background); keys below 2^44, samples of at
+// most 2^19.
+inline constexpr uint64_t kSampleKeyCounters = uint64_t(1) << 20;
+inline constexpr uint64_t kSampleNegativeCounters = uint64_t(1) << 19;
+inline constexpr uint64_t kSampleMaxKey = uint64_t(1) << 44;
+// maskrcnn-benchmark's int(batch * positive_fraction), in double as Python computes it.
+inline int sample_max_positives(int batch, float pos_fraction) {
+  return static_cast<int>(double(batch) * double(pos_fraction));
+}
 
 }  // namespace mlpd

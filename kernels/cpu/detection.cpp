@@ -22,8 +22,10 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <vector>
 
 #include "core/check.h"
+#include "core/rng.h"
 #include "kernels/ops.h"
 
 namespace mlpd {
@@ -55,6 +57,27 @@ void rcnn_decode_box(const float* ref, const float* delta, float wx, float wy, f
   box[1] = static_cast<float>(cy - 0.5 * bh);
   box[2] = static_cast<float>(cx + 0.5 * bw);
   box[3] = static_cast<float>(cy + 0.5 * bh);
+}
+
+void rcnn_encode_box(const float* ref, const float* target, float wx, float wy, float ww, float wh, float* delta) {
+  const double wa = double(ref[2]) - ref[0], ha = double(ref[3]) - ref[1];
+  const double wb = double(target[2]) - target[0], hb = double(target[3]) - target[1];
+  MLPD_CHECK(wa > 0 && ha > 0 && wb > 0 && hb > 0, "rcnn_encode_box: box of non-positive size");
+  const double cax = ref[0] + 0.5 * wa, cay = ref[1] + 0.5 * ha;
+  const double cbx = target[0] + 0.5 * wb, cby = target[1] + 0.5 * hb;
+  delta[0] = static_cast<float>(wx * (cbx - cax) / wa);
+  delta[1] = static_cast<float>(wy * (cby - cay) / ha);
+  delta[2] = static_cast<float>(ww * std::log(wb / wa));
+  delta[3] = static_cast<float>(wh * std::log(hb / ha));
+}
+
+int draw_without_replacement(int32_t* c, int n, int k, uint64_t seed, uint64_t stream, uint64_t first) {
+  k = std::max(std::min(k, n), 0);
+  for (int i = 0; i < k; ++i) {
+    const int j = i + static_cast<int>(rng_below(seed, stream, first + uint64_t(i), uint64_t(n - i)));
+    std::swap(c[i], c[j]);
+  }
+  return k;
 }
 
 namespace {
@@ -559,7 +582,7 @@ size_t rcnn_mask_loss_scratch_floats(int /*n*/, int rows, int pixels) {
 void rcnn_mask_loss(const float* logits, int n, int rows, int pixels, int classes, const int32_t* labels,
                     const uint8_t* targets, const int32_t* row_first, float grad_scale, float* dlogits,
                     double* loss_sum, Arena& arena) {
-  MLPD_CHECK(n >= 0 && rows >= 0 && pixels >= 0 && classes >= 1 && row_first[n] == rows && row_first[0] == 0,
+  MLPD_CHECK(n >= 0 && rows >= 0 && pixels >= 0 && classes >= 1 && row_first[n] <= rows && row_first[0] == 0,
              "rcnn_mask_loss: inconsistent rows");
   std::fill(dlogits, dlogits + size_t(rows) * pixels * classes, 0.0f);
   ArenaScope scope(arena);
@@ -591,6 +614,76 @@ void rcnn_mask_loss(const float* logits, int n, int rows, int pixels, int classe
       }
   }
   if (loss_sum) *loss_sum += total;
+}
+
+// The RoI sampler, image by image: each candidate's best gt, the foreground and background lists in
+// candidate order, the draws, then the rows.
+size_t rcnn_sample_rois_scratch_floats(int /*n*/, int /*max_proposals*/, int /*max_gts*/) { return 0; }
+
+void rcnn_sample_rois(const RoiSampling& s, const float* proposal_boxes, const int32_t* proposal_count,
+                      int max_proposals, const float* gt_boxes, const int32_t* gt_labels, const int32_t* gt_first,
+                      int n, int max_gts, int max_rows, float* rois, int32_t* row_first, int32_t* fg_first,
+                      int32_t* labels, int32_t* matched, float* target_deltas, Arena& /*arena*/) {
+  MLPD_CHECK(n >= 0 && max_proposals >= 0 && max_gts >= 0, "rcnn_sample_rois: bad sizes");
+  MLPD_CHECK(s.batch >= 0 && uint64_t(s.batch) <= kSampleNegativeCounters,
+             "rcnn_sample_rois: sampling batch outside [0, 2^19]");
+  MLPD_CHECK(s.pos_fraction >= 0.0f && s.pos_fraction <= 1.0f, "rcnn_sample_rois: pos_fraction outside [0, 1]");
+  MLPD_CHECK(s.key + uint64_t(n) <= kSampleMaxKey, "rcnn_sample_rois: sampling key must stay below 2^44");
+  MLPD_CHECK(int64_t(max_rows) >= int64_t(n) * s.batch, "rcnn_sample_rois: max_rows below n * batch");
+  std::fill(rois, rois + size_t(max_rows) * 5, 0.0f);
+  std::fill(labels, labels + max_rows, 0);
+  std::fill(matched, matched + max_rows, -1);
+  std::fill(target_deltas, target_deltas + size_t(max_rows) * 4, 0.0f);
+  row_first[0] = fg_first[0] = 0;
+  std::vector<int32_t> fg, bg, match_of;
+  for (int i = 0; i < n; ++i) {
+    const int P = proposal_count[i], g0 = gt_first[i], G = gt_first[i + 1] - g0;
+    MLPD_CHECK(P >= 0 && P <= max_proposals, "rcnn_sample_rois: a proposal count outside [0, max_proposals]");
+    MLPD_CHECK(G >= 0 && G <= max_gts, "rcnn_sample_rois: an image's gt count outside [0, max_gts]");
+    const float* gts = gt_boxes + size_t(g0) * 4;
+    for (int g = 0; g < G; ++g) MLPD_CHECK(gt_labels[g0 + g] >= 1, "rcnn_sample_rois: a ground-truth label is not >= 1");
+    const auto candidate = [&](int c) {
+      return c < P ? proposal_boxes + (size_t(i) * max_proposals + size_t(c)) * 4 : gts + size_t(c - P) * 4;
+    };
+    fg.clear();
+    bg.clear();
+    match_of.assign(size_t(P + G), -1);
+    for (int c = 0; c < P + G; ++c) {
+      float best = 0.0f;
+      int gt = -1;
+      for (int g = 0; g < G; ++g) {
+        const float v = box_iou(candidate(c), gts + size_t(g) * 4);
+        if (gt < 0 || v > best) best = v, gt = g;
+      }
+      if (gt >= 0 && best >= s.fg_iou) {
+        fg.push_back(c);
+        match_of[size_t(c)] = gt;
+      } else if (best >= s.bg_iou_lo && best < s.bg_iou_hi) {
+        bg.push_back(c);
+      }
+    }
+    const uint64_t first = (s.key + uint64_t(i)) * kSampleKeyCounters;
+    const int nf = draw_without_replacement(fg.data(), int(fg.size()), sample_max_positives(s.batch, s.pos_fraction),
+                                            s.seed, s.stream, first);
+    const int nb = draw_without_replacement(bg.data(), int(bg.size()), s.batch - nf, s.seed, s.stream,
+                                            first + kSampleNegativeCounters);
+    const int r0 = row_first[i], t0 = fg_first[i];
+    for (int r = 0; r < nf + nb; ++r) {
+      const int c = r < nf ? fg[size_t(r)] : bg[size_t(r - nf)];
+      const float* box = candidate(c);
+      float* row = rois + size_t(r0 + r) * 5;
+      row[0] = float(i);
+      std::copy(box, box + 4, row + 1);
+      if (r < nf) {
+        const int gt = match_of[size_t(c)];
+        labels[r0 + r] = gt_labels[g0 + gt];
+        matched[r0 + r] = gt;
+        rcnn_encode_box(box, gts + size_t(gt) * 4, 10.0f, 10.0f, 5.0f, 5.0f, target_deltas + size_t(t0 + r) * 4);
+      }
+    }
+    row_first[i + 1] = r0 + nf + nb;
+    fg_first[i + 1] = t0 + nf;
+  }
 }
 
 }  // namespace mlpd

@@ -13,7 +13,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
+#include "core/check.h"
 #include "kernels/ops.h"
 
 namespace mlpd {
@@ -143,6 +146,50 @@ void roi_align_backward(const float* dy, int n, int h, int w, int c, const float
             }
           }
       }
+  }
+}
+
+// A mask row's target: the RoIAlign forward above on one channel of 0/1 values (the same samples,
+// weights and sums, so the same bits), thresholded.
+void rcnn_mask_targets(const float* rois, const int32_t* row_first, const int32_t* fg_first, const int32_t* labels,
+                       const int32_t* matched, int n, int per_image, const uint8_t* gt_masks, const int32_t* gt_first,
+                       int img_h, int img_w, int m, int max_rows, float* mask_rois, int32_t* mask_first,
+                       int32_t* mask_labels, uint8_t* targets) {
+  MLPD_CHECK(n >= 0 && per_image >= 0 && m > 0 && img_h > 0 && img_w > 0, "rcnn_mask_targets: bad sizes");
+  MLPD_CHECK(int64_t(max_rows) >= int64_t(n) * per_image, "rcnn_mask_targets: max_rows below n * per_image");
+  const size_t MM = size_t(m) * m, HW = size_t(img_h) * img_w;
+  std::fill(mask_rois, mask_rois + size_t(max_rows) * 5, 0.0f);
+  std::fill(mask_labels, mask_labels + max_rows, 0);
+  std::fill(targets, targets + size_t(max_rows) * MM, uint8_t(0));
+  mask_first[0] = 0;
+  // An instance's mask made float once for all its rows (a float copy of every instance at once
+  // would be tens of MB at COCO sizes).
+  std::vector<float> mask(HW), pooled(MM);
+  std::vector<int> order;
+  for (int i = 0; i < n; ++i) {
+    const int r0 = row_first[i], f = std::min(fg_first[i + 1] - fg_first[i], per_image), o0 = mask_first[i];
+    MLPD_CHECK(f >= 0 && f <= row_first[i + 1] - r0, "rcnn_mask_targets: inconsistent row bounds");
+    order.resize(size_t(f));
+    for (int r = 0; r < f; ++r) order[size_t(r)] = r;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return matched[r0 + a] < matched[r0 + b]; });
+    int converted = -1;
+    for (const int r : order) {
+      const float* roi = rois + size_t(r0 + r) * 5;
+      const int g = matched[r0 + r];
+      MLPD_CHECK(g >= 0 && g < gt_first[i + 1] - gt_first[i], "rcnn_mask_targets: a foreground row without its instance");
+      std::copy(roi, roi + 5, mask_rois + size_t(o0 + r) * 5);
+      mask_labels[o0 + r] = labels[r0 + r];
+      if (g != converted) {
+        const uint8_t* src = gt_masks + size_t(gt_first[i] + g) * HW;
+        for (size_t p = 0; p < HW; ++p) mask[p] = src[p] ? 1.0f : 0.0f;
+        converted = g;
+      }
+      const float box[5] = {0.0f, roi[1], roi[2], roi[3], roi[4]};
+      roi_align_forward(mask.data(), 1, img_h, img_w, 1, box, 1, m, m, 1.0f, 0, false, pooled.data());
+      uint8_t* t = targets + size_t(o0 + r) * MM;
+      for (size_t q = 0; q < MM; ++q) t[q] = pooled[q] >= 0.5f ? 1 : 0;
+    }
+    mask_first[i + 1] = o0 + f;
   }
 }
 

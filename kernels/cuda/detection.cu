@@ -42,6 +42,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/cuda/rng.cuh"
 
 namespace mlpd::cuda {
 
@@ -846,6 +847,148 @@ __global__ void image_parts_total_kernel(int n, const double* __restrict__ img_c
   if (loss_sum) *loss_sum += c + b;
 }
 
+// =============================== Mask R-CNN's RoI sampling ===============================
+
+// rng_below of core/rng.h: the high word of the 64x64-bit product.
+__device__ __forceinline__ uint64_t rng_below(uint64_t seed, uint64_t stream, uint64_t counter, uint64_t n) {
+  return __umul64hi(rng_u64(seed, stream, counter), n);
+}
+// draw_without_replacement of kernels/cpu/detection.cpp, by one thread.
+__device__ int draw_without_replacement(int32_t* c, int n, int k, uint64_t seed, uint64_t stream, uint64_t first) {
+  k = k < n ? k : n;
+  k = k > 0 ? k : 0;
+  for (int i = 0; i < k; ++i) {
+    const int j = i + int(rng_below(seed, stream, first + uint64_t(i), uint64_t(n - i)));
+    const int32_t t = c[i];
+    c[i] = c[j];
+    c[j] = t;
+  }
+  return k;
+}
+// rcnn_encode_box of the CPU with weights (10, 10, 5, 5), each double operation rounded on its own.
+__device__ __forceinline__ void encode_roi(const float* ref, const float* t, float* d) {
+  const double wa = __dsub_rn(double(ref[2]), double(ref[0])), ha = __dsub_rn(double(ref[3]), double(ref[1]));
+  const double wb = __dsub_rn(double(t[2]), double(t[0])), hb = __dsub_rn(double(t[3]), double(t[1]));
+  const double cax = __dadd_rn(double(ref[0]), 0.5 * wa), cay = __dadd_rn(double(ref[1]), 0.5 * ha);
+  const double cbx = __dadd_rn(double(t[0]), 0.5 * wb), cby = __dadd_rn(double(t[1]), 0.5 * hb);
+  d[0] = float(__ddiv_rn(__dmul_rn(10.0, __dsub_rn(cbx, cax)), wa));
+  d[1] = float(__ddiv_rn(__dmul_rn(10.0, __dsub_rn(cby, cay)), ha));
+  d[2] = float(__dmul_rn(5.0, log(__ddiv_rn(wb, wa))));
+  d[3] = float(__dmul_rn(5.0, log(__ddiv_rn(hb, ha))));
+}
+
+// An image's candidate c: proposal c, or past the proposals its gt box c - P.
+__device__ __forceinline__ const float* roi_candidate(const float* proposal_boxes, int img, int max_proposals,
+                                                      int P, const float* gts, int c) {
+  return c < P ? proposal_boxes + (size_t(img) * max_proposals + size_t(c)) * 4 : gts + size_t(c - P) * 4;
+}
+
+// One block per image: each candidate's best gt (a thread per candidate), the foreground and the
+// background lists in candidate order (block_count), then one thread draws both samples. taken [n, 2]:
+// the foreground and background drawn; -1, 0 for an image outside the contract.
+__global__ void __launch_bounds__(kBlock)
+    roi_sample_kernel(RoiSampling s, const float* __restrict__ proposal_boxes, const int32_t* __restrict__ proposal_count,
+                      int max_proposals, const float* __restrict__ gt_boxes, const int32_t* __restrict__ gt_labels,
+                      const int32_t* __restrict__ gt_first, int max_gts, int C, int32_t* __restrict__ match,
+                      int32_t* __restrict__ fg, int32_t* __restrict__ bg, int32_t* __restrict__ taken) {
+  __shared__ int s_bad;
+  const int img = int(blockIdx.x);
+  const int P = proposal_count[img], g0 = gt_first[img], G = gt_first[img + 1] - g0;
+  if (threadIdx.x == 0) s_bad = P < 0 || P > max_proposals || G < 0 || G > max_gts;
+  __syncthreads();
+  if (!s_bad)
+    for (int g = int(threadIdx.x); g < G; g += kBlock)
+      if (gt_labels[g0 + g] < 1) s_bad = 1;
+  __syncthreads();
+  if (s_bad) {
+    if (threadIdx.x == 0) taken[2 * img] = -1, taken[2 * img + 1] = 0;
+    return;
+  }
+  const float* gts = gt_boxes + size_t(g0) * 4;
+  int32_t* my_match = match + size_t(img) * C;
+  int32_t* my_fg = fg + size_t(img) * C;
+  int32_t* my_bg = bg + size_t(img) * C;
+  int nfg = 0, nbg = 0;
+  for (int start = 0; start < P + G; start += kBlock) {
+    const int c = start + int(threadIdx.x);
+    bool is_fg = false, is_bg = false;
+    if (c < P + G) {
+      const Box4 box = load_box(roi_candidate(proposal_boxes, img, max_proposals, P, gts, c));
+      float best = 0.0f;
+      int gt = -1;
+      for (int g = 0; g < G; ++g) {
+        const float v = box_iou(box, load_box(gts + size_t(g) * 4));
+        if (gt < 0 || v > best) best = v, gt = g;
+      }
+      is_fg = gt >= 0 && best >= s.fg_iou;
+      is_bg = !is_fg && best >= s.bg_iou_lo && best < s.bg_iou_hi;
+      my_match[c] = is_fg ? gt : -1;
+    }
+    const Count a = block_count(is_fg);
+    if (is_fg) my_fg[nfg + a.before] = c;
+    const Count b = block_count(is_bg);
+    if (is_bg) my_bg[nbg + b.before] = c;
+    nfg += a.total;
+    nbg += b.total;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const uint64_t first = (s.key + uint64_t(img)) * kSampleKeyCounters;
+    const int nf = draw_without_replacement(my_fg, nfg, sample_max_positives(s.batch, s.pos_fraction), s.seed,
+                                            s.stream, first);
+    const int nb = draw_without_replacement(my_bg, nbg, s.batch - nf, s.seed, s.stream,
+                                            first + kSampleNegativeCounters);
+    taken[2 * img] = nf;
+    taken[2 * img + 1] = nb;
+  }
+}
+
+// The images' row and foreground bounds, in image order (one thread); an image outside the contract
+// gets one row (labelled -1 below) and no foreground.
+__global__ void roi_bounds_kernel(int n, int batch, const int32_t* __restrict__ taken, int32_t* __restrict__ row_first,
+                                  int32_t* __restrict__ fg_first) {
+  row_first[0] = fg_first[0] = 0;
+  for (int i = 0; i < n; ++i) {
+    const bool bad = taken[2 * i] < 0;
+    row_first[i + 1] = row_first[i] + (bad ? (batch > 0 ? 1 : 0) : taken[2 * i] + taken[2 * i + 1]);
+    fg_first[i + 1] = fg_first[i] + (bad ? 0 : taken[2 * i]);
+  }
+}
+
+// One block per image: its rows, a thread per row.
+__global__ void __launch_bounds__(kBlock)
+    roi_rows_kernel(const float* __restrict__ proposal_boxes, const int32_t* __restrict__ proposal_count,
+                    int max_proposals, const float* __restrict__ gt_boxes, const int32_t* __restrict__ gt_labels,
+                    const int32_t* __restrict__ gt_first, int C, const int32_t* __restrict__ match,
+                    const int32_t* __restrict__ fg, const int32_t* __restrict__ bg, const int32_t* __restrict__ taken,
+                    const int32_t* __restrict__ row_first, const int32_t* __restrict__ fg_first, float* __restrict__ rois,
+                    int32_t* __restrict__ labels, int32_t* __restrict__ matched, float* __restrict__ target_deltas) {
+  const int img = int(blockIdx.x);
+  const int r0 = row_first[img], t0 = fg_first[img];
+  if (taken[2 * img] < 0) {
+    if (threadIdx.x == 0 && row_first[img + 1] > r0) {
+      rois[size_t(r0) * 5] = float(img);
+      labels[r0] = -1;
+    }
+    return;
+  }
+  const int P = proposal_count[img], g0 = gt_first[img], nf = taken[2 * img], nb = taken[2 * img + 1];
+  const float* gts = gt_boxes + size_t(g0) * 4;
+  for (int r = int(threadIdx.x); r < nf + nb; r += kBlock) {
+    const int c = r < nf ? fg[size_t(img) * C + r] : bg[size_t(img) * C + (r - nf)];
+    const float* box = roi_candidate(proposal_boxes, img, max_proposals, P, gts, c);
+    float* row = rois + size_t(r0 + r) * 5;
+    row[0] = float(img);
+    for (int j = 0; j < 4; ++j) row[1 + j] = box[j];
+    if (r < nf) {
+      const int gt = match[size_t(img) * C + c];
+      labels[r0 + r] = gt_labels[g0 + gt];
+      matched[r0 + r] = gt;
+      encode_roi(box, gts + size_t(gt) * 4, target_deltas + size_t(t0 + r) * 4);
+    }
+  }
+}
+
 // Scratch of a loss summed per image: each image's two parts and an error flag (zeroed).
 struct ImageParts {
   double *cls, *box;
@@ -1101,6 +1244,50 @@ void rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, int 
                                                         parts.bad);
   CUDA_CHECK_LAUNCH();
   add_image_parts(parts, n, loss_parts, nullptr);
+}
+
+size_t rcnn_sample_rois_scratch_floats(int n, int max_proposals, int max_gts) {
+  const size_t N = size_t(n > 0 ? n : 0), C = size_t(max_proposals > 0 ? max_proposals : 0) + size_t(max_gts > 0 ? max_gts : 0);
+  return 3 * floats_for_bytes(N * C * sizeof(int32_t)) + floats_for_bytes(2 * N * sizeof(int32_t));
+}
+
+void rcnn_sample_rois(const RoiSampling& s, const float* proposal_boxes, const int32_t* proposal_count,
+                      int max_proposals, const float* gt_boxes, const int32_t* gt_labels, const int32_t* gt_first,
+                      int n, int max_gts, int max_rows, float* rois, int32_t* row_first, int32_t* fg_first,
+                      int32_t* labels, int32_t* matched, float* target_deltas, Arena& arena) {
+  if (n < 0 || max_proposals < 0 || max_gts < 0) fail(__FILE__, __LINE__, "rcnn_sample_rois", "bad sizes");
+  if (s.batch < 0 || uint64_t(s.batch) > kSampleNegativeCounters)
+    fail(__FILE__, __LINE__, "rcnn_sample_rois", "sampling batch outside [0, 2^19]");
+  if (!(s.pos_fraction >= 0.0f && s.pos_fraction <= 1.0f))
+    fail(__FILE__, __LINE__, "rcnn_sample_rois", "pos_fraction outside [0, 1]");
+  if (s.key + uint64_t(n) > kSampleMaxKey)
+    fail(__FILE__, __LINE__, "rcnn_sample_rois", "sampling key must stay below 2^44");
+  if (int64_t(max_rows) < int64_t(n) * s.batch) fail(__FILE__, __LINE__, "rcnn_sample_rois", "max_rows below n * batch");
+  const size_t R = size_t(max_rows > 0 ? max_rows : 0);
+  CUDA_CHECK(cudaMemsetAsync(rois, 0, R * 5 * sizeof(float), stream()));
+  CUDA_CHECK(cudaMemsetAsync(labels, 0, R * sizeof(int32_t), stream()));
+  CUDA_CHECK(cudaMemsetAsync(matched, 0xff, R * sizeof(int32_t), stream()));
+  CUDA_CHECK(cudaMemsetAsync(target_deltas, 0, R * 4 * sizeof(float), stream()));
+  if (n == 0) {
+    CUDA_CHECK(cudaMemsetAsync(row_first, 0, sizeof(int32_t), stream()));
+    CUDA_CHECK(cudaMemsetAsync(fg_first, 0, sizeof(int32_t), stream()));
+    return;
+  }
+  ArenaScope scope(arena);
+  const int C = max_proposals + max_gts;
+  int32_t* match = take<int32_t>(arena, size_t(n) * C);
+  int32_t* fg = take<int32_t>(arena, size_t(n) * C);
+  int32_t* bg = take<int32_t>(arena, size_t(n) * C);
+  int32_t* taken = take<int32_t>(arena, 2 * size_t(n));
+  roi_sample_kernel<<<unsigned(n), kBlock, 0, stream()>>>(s, proposal_boxes, proposal_count, max_proposals, gt_boxes,
+                                                          gt_labels, gt_first, max_gts, C, match, fg, bg, taken);
+  CUDA_CHECK_LAUNCH();
+  roi_bounds_kernel<<<1, 1, 0, stream()>>>(n, s.batch, taken, row_first, fg_first);
+  CUDA_CHECK_LAUNCH();
+  roi_rows_kernel<<<unsigned(n), kBlock, 0, stream()>>>(proposal_boxes, proposal_count, max_proposals, gt_boxes,
+                                                        gt_labels, gt_first, C, match, fg, bg, taken, row_first,
+                                                        fg_first, rois, labels, matched, target_deltas);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace mlpd::cuda

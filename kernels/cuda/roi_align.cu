@@ -145,6 +145,63 @@ __global__ void roi_align_backward_kernel(const float* __restrict__ dy, int n, i
   }
 }
 
+// Mask R-CNN's mask rows: each image's count and first row, in image order (one thread).
+__global__ void mask_rows_kernel(int n, int per_image, const int32_t* __restrict__ row_first,
+                                 const int32_t* __restrict__ fg_first, int32_t* __restrict__ mask_first) {
+  mask_first[0] = 0;
+  for (int i = 0; i < n; ++i) {
+    int f = fg_first[i + 1] - fg_first[i];
+    const int rows = row_first[i + 1] - row_first[i];
+    f = f < per_image ? f : per_image;
+    f = f < rows ? f : rows;
+    mask_first[i + 1] = mask_first[i] + (f > 0 ? f : 0);
+  }
+}
+
+// One block per mask row (past mask_first[n]: nothing), a thread per target pixel: the forward
+// kernel's samples of the one-channel 0/1 mask, summed in the CPU's order (each product of a weight
+// and a 0 or 1 is exact), so the threshold sees the CPU's value. A row whose instance is out of
+// range gets label -1 (the mask loss flags it).
+__global__ void mask_targets_kernel(const float* __restrict__ rois, const int32_t* __restrict__ row_first,
+                                    const int32_t* __restrict__ labels, const int32_t* __restrict__ matched, int n,
+                                    const uint8_t* __restrict__ gt_masks, const int32_t* __restrict__ gt_first, int h,
+                                    int w, int m, const int32_t* __restrict__ mask_first, float* __restrict__ mask_rois,
+                                    int32_t* __restrict__ mask_labels, uint8_t* __restrict__ targets) {
+  const int o = int(blockIdx.x);
+  if (o >= mask_first[n]) return;
+  int img = 0;
+  while (img + 1 < n && mask_first[img + 1] <= o) ++img;
+  const int src = row_first[img] + (o - mask_first[img]);
+  const float* roi = rois + size_t(src) * 5;
+  const int g = matched[src];
+  const bool ok = g >= 0 && g < gt_first[img + 1] - gt_first[img];
+  if (threadIdx.x == 0) {
+    for (int j = 0; j < 5; ++j) mask_rois[size_t(o) * 5 + j] = roi[j];
+    mask_labels[o] = ok ? labels[src] : -1;
+  }
+  if (!ok) return;
+  const uint8_t* mask = gt_masks + size_t(gt_first[img] + g) * size_t(h) * size_t(w);
+  const float box[5] = {0.0f, roi[1], roi[2], roi[3], roi[4]};
+  const RoiGeom geom = roi_geom(box, 1, m, m, 1.0f, 0, false);
+  for (int q = int(threadIdx.x); q < m * m; q += int(blockDim.x)) {
+    const int ph = q / m, pw = q % m;
+    float acc = 0.0f;
+    for (int iy = 0; iy < geom.grid_h; ++iy) {
+      const float yy = sample_coord(geom.start_h, ph, geom.bin_h, iy, geom.grid_h);
+      for (int ix = 0; ix < geom.grid_w; ++ix) {
+        const Sample sm = bilinear(h, w, yy, sample_coord(geom.start_w, pw, geom.bin_w, ix, geom.grid_w));
+        float v[4];
+        for (int k = 0; k < 4; ++k) v[k] = mask[sm.pix[k]] ? 1.0f : 0.0f;
+        const float term = __fadd_rn(__fadd_rn(__fadd_rn(__fmul_rn(sm.wt[0], v[0]), __fmul_rn(sm.wt[1], v[1])),
+                                               __fmul_rn(sm.wt[2], v[2])),
+                                     __fmul_rn(sm.wt[3], v[3]));
+        acc = __fadd_rn(acc, term);
+      }
+    }
+    targets[size_t(o) * m * m + q] = __fdiv_rn(acc, geom.count) >= 0.5f ? 1 : 0;
+  }
+}
+
 }  // namespace
 
 void roi_align_forward(const float* x, int n, int h, int w, int c, const float* rois, int num_rois, int pooled_h,
@@ -168,6 +225,33 @@ void roi_align_backward(const float* dy, int n, int h, int w, int c, const float
   if (total == 0 || h <= 0 || w <= 0) return;
   roi_align_backward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(
       dy, n, h, w, c, rois, num_rois, pooled_h, pooled_w, spatial_scale, sampling_ratio, aligned, dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+void rcnn_mask_targets(const float* rois, const int32_t* row_first, const int32_t* fg_first, const int32_t* labels,
+                       const int32_t* matched, int n, int per_image, const uint8_t* gt_masks, const int32_t* gt_first,
+                       int img_h, int img_w, int m, int max_rows, float* mask_rois, int32_t* mask_first,
+                       int32_t* mask_labels, uint8_t* targets) {
+  if (n < 0 || per_image < 0 || m <= 0 || img_h <= 0 || img_w <= 0)
+    fail(__FILE__, __LINE__, "rcnn_mask_targets", "bad sizes");
+  if (int64_t(max_rows) < int64_t(n) * per_image)
+    fail(__FILE__, __LINE__, "rcnn_mask_targets", "max_rows below n * per_image");
+  const size_t R = size_t(max_rows), MM = size_t(m) * size_t(m);
+  if (R > 0) {
+    CUDA_CHECK(cudaMemsetAsync(mask_rois, 0, R * 5 * sizeof(float), stream()));
+    CUDA_CHECK(cudaMemsetAsync(mask_labels, 0, R * sizeof(int32_t), stream()));
+    CUDA_CHECK(cudaMemsetAsync(targets, 0, R * MM, stream()));
+  }
+  if (n == 0) {
+    CUDA_CHECK(cudaMemsetAsync(mask_first, 0, sizeof(int32_t), stream()));
+    return;
+  }
+  mask_rows_kernel<<<1, 1, 0, stream()>>>(n, per_image, row_first, fg_first, mask_first);
+  CUDA_CHECK_LAUNCH();
+  if (R == 0) return;
+  mask_targets_kernel<<<unsigned(R), kThreads, 0, stream()>>>(rois, row_first, labels, matched, n, gt_masks, gt_first,
+                                                              img_h, img_w, m, mask_first, mask_rois, mask_labels,
+                                                              targets);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -213,6 +213,9 @@ inline float __int_as_float(int u) { return mlpd_emulate::bits_as<float>(u); }
 inline long long __double_as_longlong(double x) { return mlpd_emulate::bits_as<long long>(x); }
 inline double __longlong_as_double(long long u) { return mlpd_emulate::bits_as<double>(u); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
+}
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(unsigned(x)); }
 inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }

@@ -717,14 +717,28 @@ RpnOutputs maskrcnn_rpn_forward(MaskRcnn& n, ParamStore& s, Arena& a, const floa
 
 namespace {
 
-// RoIAlign of a head's RoIs (host [count, 5]) into pooled [count, pool, pool, fc]: from the one
-// level, or per level by the RoI's size, each level's rows scattered to the RoIs' places.
-void pool_rois_into(MaskRcnn& n, HeadPooling& hp, const float* rois, int count, float* pooled) {
+// RoIAlign of a head's RoIs ([count, 5], host or, with rois_on_device, the model's device memory)
+// into pooled [count, pool, pool, fc]: from the one level, or per level by the RoI's size, each
+// level's rows scattered to the RoIs' places.
+void pool_rois_into(MaskRcnn& n, HeadPooling& hp, const float* rois, int count, bool rois_on_device, float* pooled) {
   const OpTable& o = *n.ops;
   const Device dev = n.spec.device;
+  if (rois_on_device && dev != Device::cpu) {
+    if (n.pooled_levels == 1) {  // stays on the device: the RoIs' rows need no sorting by level
+      const FeatureLevel& lv = n.levels[0];
+      copy_within(dev, hp.rois_dev, rois, sizeof(float) * size_t(count) * 5);
+      o.roi_align_forward(lv.feat, n.batch, lv.h, lv.w, n.fc, hp.rois_dev, count, hp.pool, hp.pool,
+                          1.0f / float(lv.stride), n.spec.sampling_ratio, false, pooled);
+      return;
+    }
+    // With an FPN each RoI's level is chosen on the host: this waits for the device.
+    hp.rois.resize(size_t(count) * 5);
+    copy_to_host(dev, hp.rois.data(), rois, sizeof(float) * hp.rois.size());
+    rois = hp.rois.data();
+  }
   for (int i = 0; i < count; ++i)
     MLPD_CHECK(rois[size_t(i) * 5] >= 0 && rois[size_t(i) * 5] < float(n.batch), "maskrcnn: RoI batch index out of range");
-  hp.rois.assign(rois, rois + size_t(count) * 5);
+  if (rois != hp.rois.data()) hp.rois.assign(rois, rois + size_t(count) * 5);
   const int p = hp.pool;
   if (n.pooled_levels == 1) {
     const FeatureLevel& lv = n.levels[0];
@@ -760,9 +774,9 @@ void pool_rois_into(MaskRcnn& n, HeadPooling& hp, const float* rois, int count, 
 
 // The head's RoIs pooled into hp.pooled; returns them in fp32 (under bf16 storage Arena scratch,
 // the caller's until its ArenaScope ends).
-const float* pool_rois(MaskRcnn& n, HeadPooling& hp, Arena& a, const float* rois, int count) {
+const float* pool_rois(MaskRcnn& n, HeadPooling& hp, Arena& a, const float* rois, int count, bool rois_on_device) {
   float* pooled = nn::write_target(hp.pooled, a, count);
-  pool_rois_into(n, hp, rois, count, pooled);
+  pool_rois_into(n, hp, rois, count, rois_on_device, pooled);
   nn::keep(*n.ops, hp.pooled, pooled, count);
   return pooled;
 }
@@ -791,14 +805,15 @@ void pool_rois_backward(MaskRcnn& n, const HeadPooling& hp, int count, const flo
 
 }  // namespace
 
-BoxHeadOutputs maskrcnn_box_forward(MaskRcnn& n, ParamStore& s, Arena& a, const float* rois, int count) {
+BoxHeadOutputs maskrcnn_box_forward(MaskRcnn& n, ParamStore& s, Arena& a, const float* rois, int count,
+                                    bool rois_on_device) {
   MLPD_CHECK(count > 0 && count <= n.spec.max_rois, "maskrcnn_box_forward: RoIs outside [1, max_rois]");
   MLPD_CHECK(n.batch > 0, "maskrcnn_box_forward: needs a backbone forward first");
   const OpTable& o = *n.ops;
   {
     ArenaScope scope(a);
     nn::Linear fc6 = n.fc6;
-    fc6.x = pool_rois(n, n.box_pool, a, rois, count);
+    fc6.x = pool_rois(n, n.box_pool, a, rois, count, rois_on_device);
     nn::forward(o, fc6, s, count);
   }
   o.relu_forward(n.fc6.y, n.fc6.y, size_t(count) * n.fc6.out);
@@ -810,7 +825,8 @@ BoxHeadOutputs maskrcnn_box_forward(MaskRcnn& n, ParamStore& s, Arena& a, const 
   return {n.cls.y, n.bbox.y};
 }
 
-const float* maskrcnn_mask_forward(MaskRcnn& n, ParamStore& s, Arena& a, const float* rois, int count) {
+const float* maskrcnn_mask_forward(MaskRcnn& n, ParamStore& s, Arena& a, const float* rois, int count,
+                                   bool rois_on_device) {
   MLPD_CHECK(count > 0 && count <= n.spec.max_masks, "maskrcnn_mask_forward: RoIs outside [1, max_masks]");
   MLPD_CHECK(n.batch > 0, "maskrcnn_mask_forward: needs a backbone forward first");
   const OpTable& o = *n.ops;
@@ -819,7 +835,7 @@ const float* maskrcnn_mask_forward(MaskRcnn& n, ParamStore& s, Arena& a, const f
     ArenaScope scope(a);
     // The first conv reads the pooled RoIs as pooled (in the arena under bf16 storage), not their
     // bf16 copy: the arena bound counts them under its forward.
-    const float* pooled = pool_rois(n, n.mask_pool, a, rois, count);
+    const float* pooled = pool_rois(n, n.mask_pool, a, rois, count, rois_on_device);
     if (!n.mask_convs.empty()) forward(n, n.mask_convs[0], s, a, count, pooled);
   }
   for (size_t i = 1; i < n.mask_convs.size(); ++i) {

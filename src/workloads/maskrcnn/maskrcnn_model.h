@@ -101,14 +101,19 @@ struct RpnOutputs {
   const float* deltas = nullptr;      // [n, fh*fw*A, 4]
 };
 RpnOutputs maskrcnn_rpn_forward(MaskRcnn& net, ParamStore& store, Arena& arena, const float* x, int n, bool train);
-// rois: HOST [R, 5] (image index in the batch, x1, y1, x2, y2 in input pixels). On the device:
+// rois: [R, 5] (image index in the batch, x1, y1, x2, y2 in input pixels) in HOST memory, or with
+// rois_on_device in the model's device memory (as the step's sampler leaves them; a model with an
+// FPN then brings them to the host to choose each RoI's level, which waits for the device). Outputs
+// on the device:
 struct BoxHeadOutputs {
   const float* cls_logits = nullptr;  // [R, classes]
   const float* deltas = nullptr;      // [R, classes * 4]
 };
-BoxHeadOutputs maskrcnn_box_forward(MaskRcnn& net, ParamStore& store, Arena& arena, const float* rois, int num_rois);
+BoxHeadOutputs maskrcnn_box_forward(MaskRcnn& net, ParamStore& store, Arena& arena, const float* rois, int num_rois,
+                                    bool rois_on_device = false);
 // Mask logits of every class, on the device [R, M, M, classes].
-const float* maskrcnn_mask_forward(MaskRcnn& net, ParamStore& store, Arena& arena, const float* rois, int num_rois);
+const float* maskrcnn_mask_forward(MaskRcnn& net, ParamStore& store, Arena& arena, const float* rois, int num_rois,
+                                   bool rois_on_device = false);
 
 // Gradients (device) of the last train-mode forwards: RPN outputs of the same n, box-head outputs
 // of its last call, mask logits of its last call (num_masks 0: no mask head this step). ADDS the

@@ -32,10 +32,19 @@ MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net, const RpnTargetSpec& 
   b.dcls = b.device.floats(size_t(sp.max_rois) * C);
   b.dbox = b.device.floats(size_t(sp.max_rois) * C * 4);
   b.dmask = b.device.floats(size_t(sp.max_masks) * M * M * C);
-  const size_t mask_pixels = size_t(sp.max_masks) * M * M;
   static_assert(sizeof(int32_t) == sizeof(float));
-  b.mask_samples = reinterpret_cast<int32_t*>(b.device.floats(mb + 1 + size_t(sp.max_masks)));
-  b.mask_targets = reinterpret_cast<uint8_t*>(b.device.floats((mask_pixels + 3) / 4));
+  const auto ints = [&b](size_t count) { return reinterpret_cast<int32_t*>(b.device.floats(count)); };
+  const size_t R = size_t(sp.max_rois), F = size_t(sp.max_masks);
+  b.roi_rows = b.device.floats(R * 5);
+  b.roi_targets = b.device.floats(R * 4);
+  b.roi_first = ints(mb + 1);
+  b.roi_fg_first = ints(mb + 1);
+  b.roi_labels = ints(R);
+  b.roi_matched = ints(R);
+  b.mask_rows = b.device.floats(F * 5);
+  b.mask_first = ints(mb + 1);
+  b.mask_labels = ints(F);
+  b.mask_targets = reinterpret_cast<uint8_t*>(b.device.floats((F * M * M + 3) / 4));
 
   const OpTable& o = ops_for(sp.device);
   const std::vector<int> first = maskrcnn_level_first_anchor(net);
@@ -56,8 +65,8 @@ MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net, const RpnTargetSpec& 
   b.proposal_scores = b.device.floats(mb * P);
   b.proposal_count = reinterpret_cast<int32_t*>(b.device.floats(mb));
   b.max_rpn_samples = std::max(rpn.batch, 0);
-  b.rpn_samples = reinterpret_cast<int32_t*>(b.device.floats(2 * (mb + 1) + mb * size_t(b.max_rpn_samples) * 5));
-  b.roi_samples = reinterpret_cast<int32_t*>(b.device.floats(2 * (mb + 1) + size_t(sp.max_rois) * 5));
+  b.rpn_samples = ints(2 * (mb + 1) + mb * size_t(b.max_rpn_samples) * 5);
+  b.gt_first = alloc_on(sp.device, sizeof(int32_t) * (mb + 1));
   return b;
 }
 
@@ -95,6 +104,50 @@ MaskRcnnLosses maskrcnn_losses(const double* t, const MaskRcnnRows& rows) {
   return {t[0], t[1], t[2], t[3], t[4], rows.rois, rows.masks};
 }
 
+namespace {
+
+// The batch's ground truth into the step's buffers (grown where this batch has more instances than
+// any before it) and sent to the model's device with the batch.
+void send_ground_truth(MaskRcnnStepBuffers& b, const MaskRcnnSpec& sp, const std::vector<ImageTargets>& targets) {
+  const Device dev = sp.device;
+  const size_t HW = size_t(sp.in_h) * sp.in_w;
+  const int n = static_cast<int>(targets.size());
+  b.h_gt_boxes.clear();
+  b.h_gt_labels.clear();
+  b.h_gt_masks.clear();
+  b.h_gt_first.assign(1, 0);
+  int most = 0;
+  for (const ImageTargets& t : targets) {
+    MLPD_CHECK(t.boxes.size() == size_t(t.count()) * 4 && t.masks.size() == size_t(t.count()),
+               "maskrcnn: an image's targets disagree in count");
+    b.h_gt_boxes.insert(b.h_gt_boxes.end(), t.boxes.begin(), t.boxes.end());
+    b.h_gt_labels.insert(b.h_gt_labels.end(), t.labels.begin(), t.labels.end());
+    for (const uint8_t* m : t.masks) {
+      MLPD_CHECK(m != nullptr, "maskrcnn: an instance without its mask");
+      b.h_gt_masks.insert(b.h_gt_masks.end(), m, m + HW);
+    }
+    b.h_gt_first.push_back(b.h_gt_first.back() + t.count());
+    most = std::max(most, t.count());
+  }
+  const int total = b.h_gt_first.back();
+  if (total > b.gt_capacity || most > b.max_gts) {  // grow (by half again, so growth is rare)
+    b.gt_capacity = std::max(total, b.gt_capacity + b.gt_capacity / 2);
+    b.max_gts = std::max(most, b.max_gts + b.max_gts / 2);
+    const size_t G = size_t(std::max(b.gt_capacity, 1));
+    b.gt_boxes = alloc_on(dev, sizeof(float) * G * 4);
+    b.gt_labels = alloc_on(dev, sizeof(int32_t) * G);
+    b.gt_masks = alloc_on(dev, G * HW);
+    const size_t scratch = ops_for(dev).rcnn_sample_rois_scratch_floats(sp.max_batch, b.max_proposals, b.max_gts);
+    arena_init_on(dev, b.sample_arena, scratch * sizeof(float) + 4096);
+  }
+  copy_to_device(dev, b.gt_boxes.get(), b.h_gt_boxes.data(), sizeof(float) * b.h_gt_boxes.size());
+  copy_to_device(dev, b.gt_labels.get(), b.h_gt_labels.data(), sizeof(int32_t) * b.h_gt_labels.size());
+  copy_to_device(dev, b.gt_first.get(), b.h_gt_first.data(), sizeof(int32_t) * size_t(n + 1));
+  copy_to_device(dev, b.gt_masks.get(), b.h_gt_masks.data(), b.h_gt_masks.size());
+}
+
+}  // namespace
+
 MaskRcnnRows maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& arena, MaskRcnnStepBuffers& b,
                                   const MaskRcnnTrainSpec& spec, const float* x, int n,
                                   const std::vector<ImageTargets>& targets, uint64_t key, float grad_scale,
@@ -102,7 +155,10 @@ MaskRcnnRows maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& arena
   const MaskRcnnSpec& sp = maskrcnn_spec_of(net);
   MLPD_CHECK(static_cast<int>(targets.size()) == n, "maskrcnn_train_batch: one ImageTargets per image");
   MLPD_CHECK(spec.rpn.batch <= b.max_rpn_samples, "maskrcnn: the step buffers hold fewer RPN samples");
+  MLPD_CHECK(int64_t(n) * spec.rois.batch <= sp.max_rois, "maskrcnn: more RoIs to sample than the model's max_rois");
+  MLPD_CHECK(n >= 1 && n <= sp.max_batch, "maskrcnn_train_batch: batch outside [1, max_batch]");
   const Device dev = sp.device;
+  const bool on_host = dev == Device::cpu;  // the ops' outputs are host memory: their counts are read
   const OpTable& o = ops_for(dev);  // the losses in fp32 under either precision
   const int H = sp.in_h, W = sp.in_w, C = sp.classes, M = maskrcnn_mask_size(net);
   const std::vector<float>& anchors = maskrcnn_anchors(net);
@@ -136,96 +192,48 @@ MaskRcnnRows maskrcnn_train_batch(MaskRcnn& net, ParamStore& store, Arena& arena
                    reinterpret_cast<const float*>(dev_samples + at_targets), grad_scale, b.dobjectness, b.drpn_deltas,
                    loss_terms, b.ops_arena);
 
-  // The heads' RoIs sampled from the proposals.
-  const std::vector<Proposals> proposals = fetch_proposals(net, b, spec.proposals, n);
-  std::vector<RoiSample> samples(static_cast<size_t>(n));
-  b.rois.clear();
-  for (int i = 0; i < n; ++i) {
-    const ImageTargets& t = targets[size_t(i)];
-    samples[size_t(i)] = sample_rois(spec.rois, proposals[size_t(i)], t.boxes.data(), t.labels.data(), t.count(),
-                                     spec.seed, kRoiSampleStream, key + uint64_t(i));
-    const RoiSample& s = samples[size_t(i)];
-    append_rois(b.rois, i, s.rois.data(), s.count());
-  }
-  const int R = static_cast<int>(b.rois.size() / 5);
-  MLPD_CHECK(R <= sp.max_rois, "maskrcnn: more sampled RoIs than the model's max_rois");
-
-  // Box head, queued; its loss (below, after the mask head is queued too) on the device from each
-  // image's RoI labels and foreground targets, sent in one copy (row bounds, foreground bounds,
-  // labels, targets' bits).
+  // The heads' RoIs sampled from the proposals and the ground truth, where the proposals are: on a
+  // GPU the host learns neither how many RoIs nor how many masks, and the heads run on every row
+  // the sample may fill (n * rois.batch; the rest is zero, with zero gradients).
+  send_ground_truth(b, sp, targets);
+  const RoiSampleSpec& rs = spec.rois;
+  const RoiSampling sampling{rs.batch, rs.pos_fraction, rs.fg_iou, rs.bg_iou_hi, rs.bg_iou_lo,
+                             spec.seed, kRoiSampleStream, key};
+  const int post = std::max(spec.proposals.post_nms_topk, 0);
+  o.rcnn_sample_rois(sampling, b.proposal_boxes, b.proposal_count, post, as<float>(b.gt_boxes),
+                     as<int32_t>(b.gt_labels), as<int32_t>(b.gt_first), n, b.max_gts, sp.max_rois, b.roi_rows,
+                     b.roi_first, b.roi_fg_first, b.roi_labels, b.roi_matched, b.roi_targets, b.sample_arena);
+  const int R = on_host ? b.roi_first[n] : n * rs.batch;
   MaskRcnnGrads g{nullptr, nullptr, nullptr, nullptr, nullptr};
   BoxHeadOutputs bo;
-  size_t roi_targets_at = 0;
-  if (R > 0) {
-    bo = maskrcnn_box_forward(net, store, arena, b.rois.data(), R);
-    std::vector<int32_t>& hr = b.h_roi_samples;
-    hr.assign(2 * size_t(n + 1), 0);
-    std::vector<float> roi_targets;
-    for (int i = 0; i < n; ++i) {
-      const RoiSample& s = samples[size_t(i)];
-      hr.insert(hr.end(), s.labels.begin(), s.labels.end());
-      hr[size_t(i) + 1] = hr[size_t(i)] + s.count();
-      hr[size_t(n + 1) + size_t(i) + 1] = hr[size_t(n + 1) + size_t(i)] + s.foreground;
-      roi_targets.insert(roi_targets.end(), s.deltas.begin(), s.deltas.end());
-    }
-    roi_targets_at = hr.size();
-    hr.resize(roi_targets_at + roi_targets.size());
-    std::memcpy(hr.data() + roi_targets_at, roi_targets.data(), sizeof(float) * roi_targets.size());
-    copy_to_device(dev, b.roi_samples, hr.data(), sizeof(int32_t) * hr.size());
-  }
+  if (R > 0) bo = maskrcnn_box_forward(net, store, arena, b.roi_rows, R, true);
 
-  // Mask head on the foreground RoIs (each sample lists its foreground first), an equal share of
-  // max_masks per image: its targets made on the host while the device runs the box head.
-  const int share = sp.max_masks / n;
-  b.mask_rois.clear();
-  std::vector<int> fg(static_cast<size_t>(n));
-  std::vector<std::vector<float>> mask_t(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    RoiSample s = samples[size_t(i)];
-    fg[size_t(i)] = std::min(s.foreground, share);
-    if (fg[size_t(i)] == 0) continue;
-    s.foreground = fg[size_t(i)];
-    s.rois.resize(size_t(s.foreground) * 4);
-    s.labels.resize(size_t(s.foreground));
-    s.matched.resize(size_t(s.foreground));
-    mask_t[size_t(i)] = mask_targets(s, targets[size_t(i)].masks, H, W, M);
-    append_rois(b.mask_rois, i, s.rois.data(), s.foreground);
-  }
-  const int F = static_cast<int>(b.mask_rois.size() / 5);
+  // Mask head on each image's first foreground RoIs, an equal share of max_masks per image, their
+  // targets made on the device from the instances' masks.
+  const int share = std::min(sp.max_masks / n, sample_max_positives(rs.batch, rs.pos_fraction));
+  o.rcnn_mask_targets(b.roi_rows, b.roi_first, b.roi_fg_first, b.roi_labels, b.roi_matched, n, share,
+                      as<uint8_t>(b.gt_masks), as<int32_t>(b.gt_first), H, W, M, sp.max_masks, b.mask_rows,
+                      b.mask_first, b.mask_labels, b.mask_targets);
+  const int F = on_host ? b.mask_first[n] : n * share;
   const float* mask_logits = nullptr;
-  if (F > 0) {
-    mask_logits = maskrcnn_mask_forward(net, store, arena, b.mask_rois.data(), F);
-    const size_t MM = size_t(M) * M;
-    // Each row's image and label, then its 0/1 target as bytes: the device scores the row's own
-    // class channel (rcnn_mask_loss).
-    std::vector<int32_t>& hs = b.h_mask_samples;
-    hs.assign(size_t(n) + 1, 0);
-    b.h_mask_targets.clear();
-    for (int i = 0; i < n; ++i) {
-      hs[size_t(i) + 1] = hs[size_t(i)] + fg[size_t(i)];
-      for (int r = 0; r < fg[size_t(i)]; ++r) {
-        hs.push_back(samples[size_t(i)].labels[size_t(r)]);
-        const float* t = mask_t[size_t(i)].data() + size_t(r) * MM;
-        for (size_t p = 0; p < MM; ++p) b.h_mask_targets.push_back(t[p] != 0.0f ? 1 : 0);
-      }
-    }
-    copy_to_device(dev, b.mask_samples, hs.data(), sizeof(int32_t) * hs.size());
-    copy_to_device(dev, b.mask_targets, b.h_mask_targets.data(), b.h_mask_targets.size());
-  }
+  if (F > 0) mask_logits = maskrcnn_mask_forward(net, store, arena, b.mask_rows, F, true);
 
-  // Both heads' losses, queued behind both heads, added on the device.
+  // Both heads' losses, queued behind both heads, added on the device. rcnn_box_loss writes the
+  // sampled rows' gradients; the padding rows' stay zero.
   if (R > 0) {
-    const int32_t* d = b.roi_samples;
-    o.rcnn_box_loss(bo.cls_logits, bo.deltas, n, C, d + 2 * (n + 1), d, d + (n + 1),
-                    reinterpret_cast<const float*>(d + roi_targets_at), grad_scale, b.dcls, b.dbox, loss_terms + 2,
-                    b.ops_arena);
+    if (!on_host) {
+      zero_on(dev, b.dcls, sizeof(float) * size_t(R) * C);
+      zero_on(dev, b.dbox, sizeof(float) * size_t(R) * C * 4);
+    }
+    o.rcnn_box_loss(bo.cls_logits, bo.deltas, n, C, b.roi_labels, b.roi_first, b.roi_fg_first, b.roi_targets,
+                    grad_scale, b.dcls, b.dbox, loss_terms + 2, b.ops_arena);
     L.rois = R;
     g.cls_logits = b.dcls;
     g.box_deltas = b.dbox;
   }
   if (F > 0) {
-    o.rcnn_mask_loss(mask_logits, n, F, M * M, C, b.mask_samples + (n + 1), b.mask_targets, b.mask_samples,
-                     grad_scale, b.dmask, loss_terms + 4, b.ops_arena);
+    o.rcnn_mask_loss(mask_logits, n, F, M * M, C, b.mask_labels, b.mask_targets, b.mask_first, grad_scale, b.dmask,
+                     loss_terms + 4, b.ops_arena);
     L.masks = F;
     g.mask_logits = b.dmask;
   }

@@ -15,6 +15,8 @@
 
 #include "core/arena.h"
 #include "core/param_store.h"
+#include "core/tensor.h"
+#include "kernels/device.h"
 #include "workloads/maskrcnn/maskrcnn_model.h"
 #include "workloads/maskrcnn/rcnn_boxes.h"
 
@@ -41,7 +43,8 @@ struct ImageTargets {
 constexpr int kMaskRcnnLossTerms = 5;  // rpn objectness, rpn box, classifier, box, mask
 
 struct MaskRcnnRows {
-  int rois = 0, masks = 0;  // rows through each head
+  int rois = 0, masks = 0;  // rows through each head: on a GPU their capacity (the sampled rows and
+                            // padding; the host does not wait to learn the count)
 };
 
 // The losses on the host (tests and tools): from the five terms, read back.
@@ -61,22 +64,30 @@ struct MaskRcnnStepBuffers {
   // rpn_loss_batch and rcnn_box_loss ops): the anchors and the level bounds of one image, the ops'
   // scratch, the proposals of a forward (boxes, scores, counts), the sampled anchors the host sends
   // (rpn_samples: sample_first [n + 1], positive_first [n + 1], the anchors, then their targets'
-  // bits [positives, 4]) and the sampled RoIs' (roi_samples: row_first [n + 1], fg_first [n + 1],
-  // the labels, then the foreground's targets' bits [foreground, 4]).
+  // bits [positives, 4]).
   float* anchors = nullptr;
   std::vector<int32_t> level_first;
   Arena ops_arena;
   int max_proposals = 0, max_rpn_samples = 0;  // per image
   float *proposal_boxes = nullptr, *proposal_scores = nullptr;
-  int32_t *proposal_count = nullptr, *rpn_samples = nullptr, *roi_samples = nullptr;
-  std::vector<int32_t> h_proposal_count, h_rpn_samples, h_roi_samples;
-  // The mask loss runs on the device too (rcnn_mask_loss): the host sends the rows' image bounds and
-  // labels (mask_samples: row_first [n + 1], labels [rows]) and their 0/1 targets as bytes.
-  int32_t* mask_samples = nullptr;
+  int32_t *proposal_count = nullptr, *rpn_samples = nullptr;
+  std::vector<int32_t> h_proposal_count, h_rpn_samples;
+  // The heads' RoIs are sampled on the device too (rcnn_sample_rois: rows [max_rois] with their
+  // bounds, labels, matched instances and the foreground's targets), and the mask rows made from
+  // them with their targets (rcnn_mask_targets), against the batch's ground truth, sent with the
+  // batch as input: boxes, labels, first instance per image, masks [instances, in_h, in_w] bytes.
+  // The ground-truth buffers and the sampler's scratch grow to the largest batch seen.
+  float *roi_rows = nullptr, *roi_targets = nullptr, *mask_rows = nullptr;
+  int32_t *roi_first = nullptr, *roi_fg_first = nullptr, *roi_labels = nullptr, *roi_matched = nullptr;
+  int32_t *mask_first = nullptr, *mask_labels = nullptr;
   uint8_t* mask_targets = nullptr;
-  std::vector<int32_t> h_mask_samples;
-  std::vector<uint8_t> h_mask_targets;
-  std::vector<float> rois, mask_rois;  // [R, 5]
+  int gt_capacity = 0, max_gts = 0;  // instances the buffers hold in all and per image
+  DeviceBytes gt_boxes = no_device_bytes(), gt_labels = no_device_bytes(), gt_first = no_device_bytes(),
+              gt_masks = no_device_bytes();
+  Arena sample_arena;
+  std::vector<float> h_gt_boxes;
+  std::vector<int32_t> h_gt_labels, h_gt_first;
+  std::vector<uint8_t> h_gt_masks;
 };
 // `proposals`: every ProposalSpec the buffers will serve (training's and evaluation's).
 MaskRcnnStepBuffers make_step_buffers(const MaskRcnn& net, const RpnTargetSpec& rpn,

@@ -18,55 +18,28 @@
 
 #include "core/arena.h"
 #include "core/check.h"
-#include "core/rng.h"
 #include "kernels/ops.h"
 
 namespace mlpd {
 
 namespace {
 
-// Counter layout of the sampling: each key owns 2^20 counters, the first half for the positives
-// (foreground), the second for the negatives (background), so the two draws never share a number.
-constexpr uint64_t kKeyCounters = uint64_t(1) << 20;
-constexpr uint64_t kNegativeCounters = uint64_t(1) << 19;
-constexpr uint64_t kMaxKey = uint64_t(1) << 44;  // key * 2^20 must not wrap onto another key's counters
-
 void check_sampling(int batch, float pos_fraction, uint64_t key) {
-  MLPD_CHECK(batch >= 0 && uint64_t(batch) <= kNegativeCounters,
+  MLPD_CHECK(batch >= 0 && uint64_t(batch) <= kSampleNegativeCounters,
              "sampling batch " + std::to_string(batch) + " outside [0, 2^19]");
   MLPD_CHECK(pos_fraction >= 0.0f && pos_fraction <= 1.0f, "pos_fraction outside [0, 1]");
-  MLPD_CHECK(key < kMaxKey, "sampling key must be below 2^44");
+  MLPD_CHECK(key < kSampleMaxKey, "sampling key must be below 2^44");
 }
 
-// Partial Fisher-Yates on candidates c (increasing index order): keeps k of them, uniformly, each
-// draw i on counter first + i, so the result depends on (seed, stream, first) only.
+// The partial Fisher-Yates of kernels/ops.h on a list, cut to the sample.
 void draw_without_replacement(std::vector<int32_t>& c, int k, uint64_t seed, uint64_t stream, uint64_t first) {
-  const int n = static_cast<int>(c.size());
-  k = std::min(k, n);
-  for (int i = 0; i < k; ++i) {
-    const int j = i + static_cast<int>(rng_below(seed, stream, first + uint64_t(i), uint64_t(n - i)));
-    std::swap(c[size_t(i)], c[size_t(j)]);
-  }
-  c.resize(size_t(k));
+  c.resize(size_t(::mlpd::draw_without_replacement(c.data(), static_cast<int>(c.size()), k, seed, stream, first)));
 }
-
-// maskrcnn-benchmark's int(batch * positive_fraction), in double as Python computes it.
-int max_positives(int batch, float pos_fraction) { return static_cast<int>(double(batch) * double(pos_fraction)); }
 
 struct Match {
   float iou = 0.0f;
   int gt = -1;  // -1 when there is no ground truth
 };
-
-// The ground-truth box of highest IoU with `box`; ties go to the lower index (torch.max's choice).
-Match best_match(const float* box, const float* gt_boxes, int num_gt) {
-  Match m;
-  for (int g = 0; g < num_gt; ++g) {
-    const float v = box_iou(box, gt_boxes + size_t(g) * 4);
-    if (m.gt < 0 || v > m.iou) m = {v, g};
-  }
-  return m;
-}
 
 // Greedy NMS of boxes [n, 4] sorted by descending score, with the CPU kernel (the device's op takes
 // device pointers, and these few hundred boxes are on the host): the kept positions, in order.
@@ -137,15 +110,7 @@ std::vector<float> make_anchors(const AnchorSpec& spec, int feat_h, int feat_w) 
 }
 
 void encode_box(const float* ref, const float* target, const BoxWeights& w, float* delta) {
-  const double wa = double(ref[2]) - ref[0], ha = double(ref[3]) - ref[1];
-  const double wb = double(target[2]) - target[0], hb = double(target[3]) - target[1];
-  MLPD_CHECK(wa > 0 && ha > 0 && wb > 0 && hb > 0, "encode_box: box of non-positive size");
-  const double cax = ref[0] + 0.5 * wa, cay = ref[1] + 0.5 * ha;
-  const double cbx = target[0] + 0.5 * wb, cby = target[1] + 0.5 * hb;
-  delta[0] = static_cast<float>(w.wx * (cbx - cax) / wa);
-  delta[1] = static_cast<float>(w.wy * (cby - cay) / ha);
-  delta[2] = static_cast<float>(w.ww * std::log(wb / wa));
-  delta[3] = static_cast<float>(w.wh * std::log(hb / ha));
+  rcnn_encode_box(ref, target, w.wx, w.wy, w.ww, w.wh, delta);
 }
 
 void decode_box(const float* ref, const float* delta, const BoxWeights& w, float* box) {
@@ -197,9 +162,9 @@ RpnSample sample_rpn_targets(const RpnTargetSpec& spec, const float* anchors, in
       neg.push_back(i);
     }
   }
-  draw_without_replacement(pos, max_positives(spec.batch, spec.pos_fraction), seed, stream, key * kKeyCounters);
+  draw_without_replacement(pos, sample_max_positives(spec.batch, spec.pos_fraction), seed, stream, key * kSampleKeyCounters);
   draw_without_replacement(neg, spec.batch - static_cast<int>(pos.size()), seed, stream,
-                           key * kKeyCounters + kNegativeCounters);
+                           key * kSampleKeyCounters + kSampleNegativeCounters);
   RpnSample s;
   s.positives = static_cast<int>(pos.size());
   s.index = pos;
@@ -257,38 +222,23 @@ RoiSample sample_rois(const RoiSampleSpec& spec, const Proposals& proposals, con
   MLPD_CHECK(num_gt >= 0 && proposals.boxes.size() == size_t(proposals.count()) * 4, "sample_rois: bad input");
   check_sampling(spec.batch, spec.pos_fraction, key);
   for (int g = 0; g < num_gt; ++g) MLPD_CHECK(gt_labels[g] >= 1, "sample_rois: a ground-truth label is not >= 1");
-  std::vector<float> cand(proposals.boxes);
-  cand.insert(cand.end(), gt_boxes, gt_boxes + size_t(num_gt) * 4);
-  const int n = proposals.count() + num_gt;
-  std::vector<int32_t> fg, bg, match_of(size_t(n), -1);
-  for (int i = 0; i < n; ++i) {
-    const Match m = best_match(cand.data() + size_t(i) * 4, gt_boxes, num_gt);
-    if (m.gt >= 0 && m.iou >= spec.fg_iou) {
-      fg.push_back(i);
-      match_of[size_t(i)] = m.gt;
-    } else if (m.iou >= spec.bg_iou_lo && m.iou < spec.bg_iou_hi) {
-      bg.push_back(i);
-    }
-  }
-  draw_without_replacement(fg, max_positives(spec.batch, spec.pos_fraction), seed, stream, key * kKeyCounters);
-  draw_without_replacement(bg, spec.batch - static_cast<int>(fg.size()), seed, stream,
-                           key * kKeyCounters + kNegativeCounters);
+  // The CPU op on one image.
+  const RoiSampling rs{spec.batch, spec.pos_fraction, spec.fg_iou, spec.bg_iou_hi, spec.bg_iou_lo, seed, stream, key};
+  const int P = proposals.count(), R = std::max(spec.batch, 0);
+  const int32_t count = P, gt_first[2] = {0, num_gt};
+  std::vector<float> rois(size_t(R) * 5), deltas(size_t(R) * 4);
+  std::vector<int32_t> labels(static_cast<size_t>(R)), matched(static_cast<size_t>(R));
+  int32_t row_first[2], fg_first[2];
+  Arena none;
+  rcnn_sample_rois(rs, proposals.boxes.data(), &count, P, gt_boxes, gt_labels, gt_first, 1, num_gt, R, rois.data(),
+                   row_first, fg_first, labels.data(), matched.data(), deltas.data(), none);
   RoiSample s;
-  s.foreground = static_cast<int>(fg.size());
-  s.deltas.resize(fg.size() * 4);
-  for (const int32_t i : fg) {
-    const int g = match_of[size_t(i)];
-    const float* roi = cand.data() + size_t(i) * 4;
-    encode_box(roi, gt_boxes + size_t(g) * 4, kRoiBoxWeights, s.deltas.data() + s.labels.size() * 4);
-    s.rois.insert(s.rois.end(), roi, roi + 4);
-    s.labels.push_back(gt_labels[g]);
-    s.matched.push_back(g);
-  }
-  for (const int32_t i : bg) {
-    s.rois.insert(s.rois.end(), cand.begin() + size_t(i) * 4, cand.begin() + size_t(i) * 4 + 4);
-    s.labels.push_back(0);
-    s.matched.push_back(-1);
-  }
+  const int k = row_first[1];
+  s.foreground = fg_first[1];
+  for (int r = 0; r < k; ++r) s.rois.insert(s.rois.end(), rois.begin() + r * 5 + 1, rois.begin() + r * 5 + 5);
+  s.labels.assign(labels.begin(), labels.begin() + k);
+  s.matched.assign(matched.begin(), matched.begin() + k);
+  s.deltas.assign(deltas.begin(), deltas.begin() + size_t(s.foreground) * 4);
   return s;
 }
 
@@ -307,38 +257,27 @@ double roi_box_loss(const RoiSample& s, const float* box_deltas, int classes, fl
 std::vector<float> mask_targets(const RoiSample& s, const std::vector<const uint8_t*>& masks, int img_h, int img_w,
                                 int m) {
   MLPD_CHECK(m > 0 && img_h > 0 && img_w > 0, "mask_targets: empty grid or image");
-  const int F = s.foreground;
-  std::vector<float> out(size_t(F) * m * m, 0.0f);
-  // One instance at a time, all its RoIs in one RoIAlign call: a float copy of every instance's mask
-  // at once would be tens of MB at COCO sizes.
-  std::vector<int32_t> by_instance(static_cast<size_t>(F));
-  std::iota(by_instance.begin(), by_instance.end(), 0);
-  std::stable_sort(by_instance.begin(), by_instance.end(),
-                   [&](int32_t a, int32_t b) { return s.matched[size_t(a)] < s.matched[size_t(b)]; });
-  std::vector<float> image(size_t(img_h) * img_w), rois, pooled;
-  for (size_t first = 0; first < by_instance.size();) {
-    const int g = s.matched[size_t(by_instance[first])];
-    MLPD_CHECK(g >= 0 && size_t(g) < masks.size() && masks[size_t(g)] != nullptr,
-               "mask_targets: a foreground RoI's instance has no mask");
-    size_t last = first;
-    while (last < by_instance.size() && s.matched[size_t(by_instance[last])] == g) ++last;
-    const uint8_t* mask = masks[size_t(g)];
-    for (size_t p = 0; p < image.size(); ++p) image[p] = mask[p] ? 1.0f : 0.0f;
-    rois.clear();
-    for (size_t r = first; r < last; ++r) {
-      const float* roi = s.rois.data() + size_t(by_instance[r]) * 4;
-      rois.insert(rois.end(), {0.0f, roi[0], roi[1], roi[2], roi[3]});
-    }
-    const int R = static_cast<int>(last - first);
-    pooled.resize(size_t(R) * m * m);
-    roi_align_forward(image.data(), 1, img_h, img_w, 1, rois.data(), R, m, m, 1.0f, 0, false, pooled.data());
-    for (int r = 0; r < R; ++r) {
-      float* o = out.data() + size_t(by_instance[first + size_t(r)]) * m * m;
-      for (int q = 0; q < m * m; ++q) o[q] = pooled[size_t(r) * m * m + q] >= 0.5f ? 1.0f : 0.0f;
-    }
-    first = last;
+  const int F = s.foreground, G = static_cast<int>(masks.size());
+  MLPD_CHECK(F >= 0 && F <= s.count() && s.rois.size() == size_t(s.count()) * 4, "mask_targets: inconsistent RoiSample");
+  for (int r = 0; r < F; ++r) {
+    const int g = s.matched[size_t(r)];
+    MLPD_CHECK(g >= 0 && g < G && masks[size_t(g)] != nullptr, "mask_targets: a foreground RoI's instance has no mask");
   }
-  return out;
+  // The CPU op on one image: the masks side by side, the RoIs as rows.
+  const size_t HW = size_t(img_h) * img_w, MM = size_t(m) * m;
+  std::vector<uint8_t> dense(size_t(G) * HW, 0);
+  for (int g = 0; g < G; ++g)
+    if (masks[size_t(g)]) std::copy(masks[size_t(g)], masks[size_t(g)] + HW, dense.begin() + ptrdiff_t(size_t(g) * HW));
+  std::vector<float> rois;
+  append_rois(rois, 0, s.rois.data(), F);
+  const int32_t row_first[2] = {0, F}, fg_first[2] = {0, F}, gt_first[2] = {0, G};
+  std::vector<float> mask_rois(size_t(F) * 5);
+  std::vector<int32_t> mask_labels(static_cast<size_t>(F));
+  std::vector<uint8_t> targets(size_t(F) * MM);
+  int32_t mask_first[2];
+  rcnn_mask_targets(rois.data(), row_first, fg_first, s.labels.data(), s.matched.data(), 1, F, dense.data(), gt_first,
+                    img_h, img_w, m, F, mask_rois.data(), mask_first, mask_labels.data(), targets.data());
+  return std::vector<float>(targets.begin(), targets.end());
 }
 
 // =============================== inference ===============================

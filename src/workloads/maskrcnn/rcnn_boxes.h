@@ -3,11 +3,12 @@
 // proposals, the sampling of RoIs for the box and mask heads, the mask targets, and the
 // post-processing of the box head into detections with pasted masks. Everything works on one image
 // at a time, in pixels, boxes as (x1, y1, x2, y2) floats, widths x2 - x1 (torchvision's convention;
-// maskrcnn-benchmark's legacy "+1" is not kept). The sampling of anchors and RoIs and their targets
-// run here, on the host, and only their outputs (sampled indices, labels, targets, RoIs) travel to
-// the device; the losses and the proposals, which read the networks' outputs, are device ops
-// (rpn_loss_batch, rpn_proposals, rcnn_box_loss in kernels/op_signatures.inc), and rpn_loss,
-// make_proposals, make_level_proposals and roi_box_loss below run their CPU kernels on one image.
+// maskrcnn-benchmark's legacy "+1" is not kept). The RPN's anchor sampling (from the anchors and the
+// ground truth alone) runs here, on the host, and only its output travels to the device; what reads
+// the networks' outputs is a device op (rpn_proposals, rpn_loss_batch, rcnn_sample_rois,
+// rcnn_mask_targets, rcnn_box_loss, rcnn_mask_loss in kernels/op_signatures.inc), and rpn_loss,
+// make_proposals, make_level_proposals, sample_rois, mask_targets and roi_box_loss below run their
+// CPU kernels on one image.
 #pragma once
 #include <cstdint>
 #include <vector>
