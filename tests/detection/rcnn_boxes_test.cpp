@@ -670,6 +670,69 @@ TEST(RcnnMatching, TiesGoToTheLowerIndexedBox) {
   EXPECT_EQ(seen, 1);
 }
 
+// The batch ops (what a training step calls) against the one-image functions: image i of the batch
+// samples with key + i into rows packed image after image, padding zeroed; its first per_image
+// foreground rows become mask rows with their targets.
+TEST(RcnnRoiSample, BatchOpPacksTheImagesSamplesAndTheirMaskTargets) {
+  const RoiSampleSpec spec{4, 0.5f, 0.5f, 0.5f, 0.0f};
+  const Proposals p = roi_proposals();
+  const std::vector<float> gt = flat(kRoiGt);
+  // Image 0: both instances; image 1: none; image 2: the second instance alone (label 1).
+  const std::vector<float> gt_boxes{gt[0], gt[1], gt[2], gt[3], gt[4], gt[5], gt[6], gt[7], gt[4], gt[5], gt[6], gt[7]};
+  const std::vector<int32_t> gt_labels{3, 1, 1}, gt_first{0, 2, 2, 3}, counts{6, 6, 6};
+  const int n = 3, P = p.count(), R = n * spec.batch + 2;
+  std::vector<float> proposals;
+  for (int i = 0; i < n; ++i) proposals.insert(proposals.end(), p.boxes.begin(), p.boxes.end());
+  const RoiSampling rs{spec.batch, spec.pos_fraction, spec.fg_iou, spec.bg_iou_hi, spec.bg_iou_lo, 42, 9, 7};
+  std::vector<float> rois(size_t(R) * 5, -1.0f), deltas(size_t(R) * 4, -1.0f);
+  std::vector<int32_t> row_first(n + 1), fg_first(n + 1), labels(size_t(R), 5), matched(size_t(R), 5);
+  Arena none;
+  rcnn_sample_rois(rs, proposals.data(), counts.data(), P, gt_boxes.data(), gt_labels.data(), gt_first.data(), n, 2, R,
+                   rois.data(), row_first.data(), fg_first.data(), labels.data(), matched.data(), deltas.data(), none);
+  // One 100 x 100 mask per instance: its box filled.
+  std::vector<uint8_t> masks(3 * 100 * 100, 0);
+  for (int g = 0; g < 3; ++g)
+    for (int y = int(gt_boxes[size_t(g) * 4 + 1]); y < int(gt_boxes[size_t(g) * 4 + 3]); ++y)
+      for (int x = int(gt_boxes[size_t(g) * 4]); x < int(gt_boxes[size_t(g) * 4 + 2]); ++x) masks[(g * 100 + y) * 100 + x] = 1;
+  const int per_image = 1, m = 4, F = n * per_image;
+  std::vector<float> mask_rois(size_t(F) * 5, -1.0f);
+  std::vector<int32_t> mask_first(n + 1), mask_labels(size_t(F), 5);
+  std::vector<uint8_t> targets(size_t(F) * m * m, 9);
+  rcnn_mask_targets(rois.data(), row_first.data(), fg_first.data(), labels.data(), matched.data(), n, per_image,
+                    masks.data(), gt_first.data(), 100, 100, m, F, mask_rois.data(), mask_first.data(),
+                    mask_labels.data(), targets.data());
+  for (int i = 0; i < n; ++i) {
+    const int g0 = gt_first[size_t(i)], G = gt_first[size_t(i) + 1] - g0;
+    const RoiSample s = sample_rois(spec, p, gt_boxes.data() + size_t(g0) * 4, gt_labels.data() + g0, G, 42, 9, 7 + uint64_t(i));
+    const int r0 = row_first[size_t(i)];
+    ASSERT_EQ(row_first[size_t(i) + 1] - r0, s.count()) << "image " << i;
+    ASSERT_EQ(fg_first[size_t(i) + 1] - fg_first[size_t(i)], s.foreground) << "image " << i;
+    for (int r = 0; r < s.count(); ++r) {
+      EXPECT_EQ(rois[size_t(r0 + r) * 5], float(i));
+      for (int c = 0; c < 4; ++c) EXPECT_EQ(rois[size_t(r0 + r) * 5 + 1 + c], s.rois[size_t(r) * 4 + c]);
+      EXPECT_EQ(labels[size_t(r0 + r)], s.labels[size_t(r)]);
+      EXPECT_EQ(matched[size_t(r0 + r)], s.matched[size_t(r)]);
+    }
+    for (int r = 0; r < s.foreground * 4; ++r)
+      EXPECT_EQ(deltas[size_t(fg_first[size_t(i)]) * 4 + r], s.deltas[size_t(r)]);
+    const int f = std::min(s.foreground, per_image);
+    ASSERT_EQ(mask_first[size_t(i) + 1] - mask_first[size_t(i)], f);
+    if (f == 0) continue;
+    std::vector<const uint8_t*> own;
+    for (int g = 0; g < G; ++g) own.push_back(masks.data() + size_t(g0 + g) * 100 * 100);
+    const std::vector<float> want = mask_targets(s, own, 100, 100, m);
+    const int o = mask_first[size_t(i)];
+    EXPECT_EQ(mask_labels[size_t(o)], s.labels[0]);
+    for (int q = 0; q < m * m; ++q) EXPECT_EQ(float(targets[size_t(o) * m * m + q]), want[size_t(q)]) << "pixel " << q;
+  }
+  EXPECT_EQ(fg_first[1], 2) << "image 0 samples its two foreground (of six)";
+  for (int r = row_first[n]; r < R; ++r) {
+    EXPECT_EQ(labels[size_t(r)], 0);
+    EXPECT_EQ(matched[size_t(r)], -1);
+    for (int c = 0; c < 5; ++c) EXPECT_EQ(rois[size_t(r) * 5 + c], 0.0f) << "padding row " << r;
+  }
+}
+
 TEST(RcnnRoiBoxLoss, HandValueAndGradientsMatchFiniteDifferences) {
   const int classes = 4, row = classes * 4;
   {

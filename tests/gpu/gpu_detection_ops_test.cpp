@@ -634,6 +634,182 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RcnnMaskLossGpu,
                                       i.param.classes);
                          });
 
+// ============================ RoI sampling and mask targets ============================
+struct RoiSampleCase {
+  int n, max_proposals, max_gts, batch, per_image, hw;
+};
+void PrintTo(const RoiSampleCase& c, std::ostream* os) {
+  *os << cat("n=", c.n, " max_proposals=", c.max_proposals, " max_gts=", c.max_gts, " batch=", c.batch,
+             " per_image=", c.per_image, " hw=", c.hw);
+}
+
+// A batch for the sampler: image i has (3 i) % (max_gts + 1) instances (so one has none) with
+// labels in 1..10 and elliptic 0/1 masks inside their boxes, and max_proposals - 7 i proposals:
+// every third a jittered instance box (foreground), every eleventh an exact copy of one (its IoU
+// with the appended ground truth ties at 1), the rest random; the rows past an image's count hold
+// junk the ops must not read.
+struct SamplerBatch {
+  std::vector<float> proposals, gt_boxes;
+  std::vector<int32_t> counts, gt_labels, gt_first{0};
+  std::vector<uint8_t> masks;
+};
+SamplerBatch sampler_batch(const RoiSampleCase& k, int32_t bad_label_image = -1) {
+  SamplerBatch b;
+  const float S = float(k.hw);
+  for (int i = 0; i < k.n; ++i) {
+    const int G = (3 * i) % (k.max_gts + 1);
+    const auto u = random_floats(size_t(G) * 4, 950 + uint64_t(i), 0.0f, 1.0f);
+    const auto lab = random_indices(size_t(G), 960 + uint64_t(i), 10);
+    for (int g = 0; g < G; ++g) {
+      const float x1 = std::floor(0.6f * S * u[size_t(g) * 4]), y1 = std::floor(0.6f * S * u[size_t(g) * 4 + 1]);
+      const float w = 4.0f + std::floor(0.35f * S * u[size_t(g) * 4 + 2]), h = 4.0f + std::floor(0.35f * S * u[size_t(g) * 4 + 3]);
+      b.gt_boxes.insert(b.gt_boxes.end(), {x1, y1, std::min(x1 + w, S), std::min(y1 + h, S)});
+      b.gt_labels.push_back(i == bad_label_image ? 0 : 1 + lab[size_t(g)]);
+      const float* box = &b.gt_boxes[b.gt_boxes.size() - 4];
+      const float cx = 0.5f * (box[0] + box[2]), cy = 0.5f * (box[1] + box[3]);
+      const float ax = 0.5f * (box[2] - box[0]), ay = 0.5f * (box[3] - box[1]);
+      for (int y = 0; y < k.hw; ++y)
+        for (int x = 0; x < k.hw; ++x) {
+          const float dx = (float(x) + 0.5f - cx) / ax, dy = (float(y) + 0.5f - cy) / ay;
+          b.masks.push_back(dx * dx + dy * dy <= 1.0f ? 1 : 0);
+        }
+    }
+    b.gt_first.push_back(b.gt_first.back() + G);
+    const int P = std::max(k.max_proposals - 7 * i, 0);
+    b.counts.push_back(P);
+    const auto r = random_floats(size_t(k.max_proposals) * 4, 970 + uint64_t(i), 0.0f, 1.0f);
+    const float* gts = b.gt_boxes.data() + size_t(b.gt_first[size_t(i)]) * 4;
+    for (int j = 0; j < k.max_proposals; ++j) {
+      const float* q = &r[size_t(j) * 4];
+      float box[4];
+      if (j >= P) {
+        std::fill(box, box + 4, kJunk);
+      } else if (G > 0 && j % 11 == 0) {
+        std::copy(gts + size_t(j % G) * 4, gts + size_t(j % G) * 4 + 4, box);
+      } else if (G > 0 && j % 3 == 0) {
+        const float* g = gts + size_t(j % G) * 4;
+        for (int c = 0; c < 4; ++c) box[c] = std::clamp(g[c] + 4.0f * (q[c] - 0.5f), 0.0f, S);
+        if (box[2] <= box[0]) box[2] = std::min(box[0] + 1.0f, S), box[0] = box[2] - 1.0f;
+        if (box[3] <= box[1]) box[3] = std::min(box[1] + 1.0f, S), box[1] = box[3] - 1.0f;
+      } else {
+        box[0] = 0.8f * S * q[0];
+        box[1] = 0.8f * S * q[1];
+        box[2] = std::min(box[0] + 1.0f + 0.5f * S * q[2], S);
+        box[3] = std::min(box[1] + 1.0f + 0.5f * S * q[3], S);
+      }
+      b.proposals.insert(b.proposals.end(), box, box + 4);
+    }
+  }
+  return b;
+}
+
+RoiSampling sampler_spec(int batch) { return RoiSampling{batch, 0.25f, 0.5f, 0.5f, 0.0f, 7, 11, 1000}; }
+
+struct SampleOut {
+  std::vector<float> rois, deltas;
+  std::vector<int32_t> row_first, fg_first, labels, matched;
+};
+
+class RcnnRoiSampleGpu : public GpuTestWithParam<RoiSampleCase> {};
+
+TEST_P(RcnnRoiSampleGpu, SamplesAndMaskTargetsMatchTheCpu) {
+  const RoiSampleCase k = GetParam();
+  const SamplerBatch b = sampler_batch(k);
+  const RoiSampling spec = sampler_spec(k.batch);
+  const int R = k.n * k.batch + 3, N1 = k.n + 1;
+  SampleOut c{std::vector<float>(size_t(R) * 5, kJunk), std::vector<float>(size_t(R) * 4, kJunk),
+              std::vector<int32_t>(size_t(N1)), std::vector<int32_t>(size_t(N1)), std::vector<int32_t>(size_t(R), 7),
+              std::vector<int32_t>(size_t(R), 7)};
+  Arena ca = cpu_scratch(cpu().rcnn_sample_rois_scratch_floats(k.n, k.max_proposals, k.max_gts));
+  cpu().rcnn_sample_rois(spec, b.proposals.data(), b.counts.data(), k.max_proposals, b.gt_boxes.data(),
+                         b.gt_labels.data(), b.gt_first.data(), k.n, k.max_gts, R, c.rois.data(), c.row_first.data(),
+                         c.fg_first.data(), c.labels.data(), c.matched.data(), c.deltas.data(), ca);
+  ASSERT_GT(c.fg_first.back(), 0) << "the batch gives foreground RoIs";
+  ASSERT_GT(c.row_first.back() - c.fg_first.back(), 0) << "and background ones";
+
+  const DeviceBuffer<float> gprop(b.proposals), ggt(b.gt_boxes);
+  const DeviceBuffer<int32_t> gcount(b.counts), glab(b.gt_labels), gfirst(b.gt_first);
+  const DeviceBuffer<uint8_t> gmasks(b.masks);
+  Arena ga = gpu_scratch(gpu().rcnn_sample_rois_scratch_floats(k.n, k.max_proposals, k.max_gts));
+  const int F = k.n * k.per_image, MM = 7 * 7;
+  std::vector<float> cmrois(size_t(F) * 5, kJunk);
+  std::vector<int32_t> cmfirst(size_t(N1)), cmlabels(size_t(F), 7);
+  std::vector<uint8_t> ctargets(size_t(F) * MM, 9);
+  cpu().rcnn_mask_targets(c.rois.data(), c.row_first.data(), c.fg_first.data(), c.labels.data(), c.matched.data(), k.n,
+                          k.per_image, b.masks.data(), b.gt_first.data(), k.hw, k.hw, 7, F, cmrois.data(),
+                          cmfirst.data(), cmlabels.data(), ctargets.data());
+  int ones = 0;
+  for (uint8_t t : ctargets) ones += t;
+  EXPECT_GT(ones, 0) << "some mask target pixels are 1";
+  for (int run = 0; run < 2; ++run) {
+    DeviceBuffer<float> rois(std::vector<float>(c.rois.size(), kJunk)), deltas(std::vector<float>(c.deltas.size(), kJunk));
+    DeviceBuffer<int32_t> rf(size_t(N1)), ff(size_t(N1)), labels(std::vector<int32_t>(size_t(R), 7)),
+        matched(std::vector<int32_t>(size_t(R), 7));
+    gpu().rcnn_sample_rois(spec, gprop.get(), gcount.get(), k.max_proposals, ggt.get(), glab.get(), gfirst.get(), k.n,
+                           k.max_gts, R, rois.get(), rf.get(), ff.get(), labels.get(), matched.get(), deltas.get(), ga);
+    EXPECT_TRUE(same_values("row_first", rf.download(), c.row_first));
+    EXPECT_TRUE(same_values("fg_first", ff.download(), c.fg_first));
+    EXPECT_TRUE(same_values("labels", labels.download(), c.labels));
+    EXPECT_TRUE(same_values("matched", matched.download(), c.matched));
+    EXPECT_TRUE(same_values("rois", rois.download(), c.rois));
+    EXPECT_TRUE(all_close("target deltas", deltas.download(), c.deltas, 1e-6, 1e-7));
+
+    DeviceBuffer<float> mrois(std::vector<float>(cmrois.size(), kJunk));
+    DeviceBuffer<int32_t> mfirst(size_t(N1)), mlabels(std::vector<int32_t>(size_t(F), 7));
+    DeviceBuffer<uint8_t> targets(std::vector<uint8_t>(ctargets.size(), 9));
+    gpu().rcnn_mask_targets(rois.get(), rf.get(), ff.get(), labels.get(), matched.get(), k.n, k.per_image,
+                            gmasks.get(), gfirst.get(), k.hw, k.hw, 7, F, mrois.get(), mfirst.get(), mlabels.get(),
+                            targets.get());
+    EXPECT_TRUE(same_values("mask_first", mfirst.download(), cmfirst));
+    EXPECT_TRUE(same_values("mask labels", mlabels.download(), cmlabels));
+    EXPECT_TRUE(same_values("mask rois", mrois.download(), cmrois));
+    EXPECT_TRUE(same_values("mask targets", targets.download(), ctargets));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RcnnRoiSampleGpu,
+                         ::testing::Values(RoiSampleCase{4, 100, 5, 64, 16, 64},      // maskrcnn_mini-like
+                                           RoiSampleCase{2, 1000, 20, 512, 128, 96},  // more candidates than a block
+                                           RoiSampleCase{3, 40, 3, 64, 4, 32}),       // fewer candidates than the sample
+                         [](const ::testing::TestParamInfo<RoiSampleCase>& i) {
+                           return cat("n", i.param.n, "_p", i.param.max_proposals, "_b", i.param.batch);
+                         });
+
+using GpuDetectionOps = GpuTest;
+
+// A ground-truth label below 1: the CPU op throws; the CUDA op gives that image one row labelled -1
+// (which rcnn_box_loss turns into a NaN loss) and the other images their samples.
+TEST_F(GpuDetectionOps, RoiSamplerMarksAnImageWithABadLabel) {
+  const RoiSampleCase k{3, 60, 4, 32, 8, 32};
+  const SamplerBatch b = sampler_batch(k, 1);
+  const SamplerBatch good = sampler_batch(k);
+  const RoiSampling spec = sampler_spec(k.batch);
+  const int R = k.n * k.batch, N1 = k.n + 1;
+  std::vector<float> rois(size_t(R) * 5), deltas(size_t(R) * 4);
+  std::vector<int32_t> rf(size_t(N1)), ff(size_t(N1)), labels(size_t(R)), matched(size_t(R));
+  Arena ca = cpu_scratch(0);
+  EXPECT_THROW(cpu().rcnn_sample_rois(spec, b.proposals.data(), b.counts.data(), k.max_proposals, b.gt_boxes.data(),
+                                      b.gt_labels.data(), b.gt_first.data(), k.n, k.max_gts, R, rois.data(), rf.data(),
+                                      ff.data(), labels.data(), matched.data(), deltas.data(), ca),
+               std::exception);
+  cpu().rcnn_sample_rois(spec, good.proposals.data(), good.counts.data(), k.max_proposals, good.gt_boxes.data(),
+                         good.gt_labels.data(), good.gt_first.data(), k.n, k.max_gts, R, rois.data(), rf.data(),
+                         ff.data(), labels.data(), matched.data(), deltas.data(), ca);
+  const DeviceBuffer<float> gprop(b.proposals), ggt(b.gt_boxes);
+  const DeviceBuffer<int32_t> gcount(b.counts), glab(b.gt_labels), gfirst(b.gt_first);
+  DeviceBuffer<float> grois(size_t(R) * 5), gdeltas(size_t(R) * 4);
+  DeviceBuffer<int32_t> grf(size_t(N1)), gff(size_t(N1)), glabels(size_t(R)), gmatched(size_t(R));
+  Arena ga = gpu_scratch(gpu().rcnn_sample_rois_scratch_floats(k.n, k.max_proposals, k.max_gts));
+  gpu().rcnn_sample_rois(spec, gprop.get(), gcount.get(), k.max_proposals, ggt.get(), glab.get(), gfirst.get(), k.n,
+                         k.max_gts, R, grois.get(), grf.get(), gff.get(), glabels.get(), gmatched.get(), gdeltas.get(),
+                         ga);
+  const std::vector<int32_t> got_rf = grf.download(), got_labels = glabels.download();
+  EXPECT_EQ(got_rf[2] - got_rf[1], 1) << "the bad image's one row";
+  EXPECT_EQ(got_labels[size_t(got_rf[1])], -1);
+  for (int i : {0, 2})
+    EXPECT_EQ(got_rf[size_t(i) + 1] - got_rf[size_t(i)], rf[size_t(i) + 1] - rf[size_t(i)]) << "image " << i;
+}
+
 // ================================ RoIAlign ================================
 struct RoiCase {
   int n, h, w, c, rois, pooled;

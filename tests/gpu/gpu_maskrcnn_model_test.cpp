@@ -24,7 +24,9 @@ struct Result {
   std::vector<ParamView> views;
 };
 
-Result run_on(Device device, Precision precision, bool fpn) {
+// rois_on_device: the heads' RoIs handed over in device memory (as the training step's sampler
+// leaves them), not host memory.
+Result run_on(Device device, Precision precision, bool fpn, bool rois_on_device = false) {
   MaskRcnnSpec spec = test::tiny_maskrcnn_spec(fpn);
   spec.mask_convs = 2;  // the mask head's gradients through both of their Arena turns
   spec.max_rois = 4;
@@ -48,8 +50,15 @@ Result run_on(Device device, Precision precision, bool fpn) {
   const int rois = fpn ? 4 : 3, masks = 2, M = maskrcnn_mask_size(*net);  // the 4th box RoI: FPN only
   const size_t anchors = maskrcnn_anchors(*net).size() / 4;
   const RpnOutputs rpn = maskrcnn_rpn_forward(*net, store, arena, x.data(), 2, true);
-  const BoxHeadOutputs box = maskrcnn_box_forward(*net, store, arena, box_rois.data(), rois);
-  const float* mask = maskrcnn_mask_forward(*net, store, arena, mask_rois.data(), masks);
+  DeviceBytes box_rois_dev = alloc_on(device, box_rois.size() * sizeof(float));
+  DeviceBytes mask_rois_dev = alloc_on(device, mask_rois.size() * sizeof(float));
+  copy_to_device(device, as<float>(box_rois_dev), box_rois.data(), box_rois.size() * sizeof(float));
+  copy_to_device(device, as<float>(mask_rois_dev), mask_rois.data(), mask_rois.size() * sizeof(float));
+  const BoxHeadOutputs box =
+      rois_on_device ? maskrcnn_box_forward(*net, store, arena, as<float>(box_rois_dev), rois, true)
+                     : maskrcnn_box_forward(*net, store, arena, box_rois.data(), rois);
+  const float* mask = rois_on_device ? maskrcnn_mask_forward(*net, store, arena, as<float>(mask_rois_dev), masks, true)
+                                     : maskrcnn_mask_forward(*net, store, arena, mask_rois.data(), masks);
 
   Result res;
   const std::vector<size_t> sizes{2 * anchors, 2 * anchors * 4, size_t(rois) * 3, size_t(rois) * 12,
@@ -77,11 +86,11 @@ Result run_on(Device device, Precision precision, bool fpn) {
   return res;
 }
 
-void expect_gpu_matches_cpu(Precision precision, bool fpn) {
+void expect_gpu_matches_cpu(Precision precision, bool fpn, bool rois_on_device = false) {
   const bool bf16 = precision == Precision::bf16;
   const double rel = bf16 ? 2e-2 : 2e-3;
   const Result cpu = run_on(Device::cpu, precision, fpn);
-  const Result gpu = run_on(Device::cuda, precision, fpn);
+  const Result gpu = run_on(Device::cuda, precision, fpn, rois_on_device);
   ASSERT_EQ(cpu.outputs.size(), gpu.outputs.size());
   for (size_t i = 0; i < cpu.outputs.size(); ++i) {
     float largest = 0.0f;
@@ -103,6 +112,8 @@ using GpuMaskRcnnModel = gpu_test::GpuTest;
 
 TEST_F(GpuMaskRcnnModel, OutputsAndGradientsMatchTheCpu) { expect_gpu_matches_cpu(Precision::fp32, false); }
 TEST_F(GpuMaskRcnnModel, FpnOutputsAndGradientsMatchTheCpu) { expect_gpu_matches_cpu(Precision::fp32, true); }
+TEST_F(GpuMaskRcnnModel, RoisInDeviceMemoryMatchTheCpu) { expect_gpu_matches_cpu(Precision::fp32, false, true); }
+TEST_F(GpuMaskRcnnModel, FpnRoisInDeviceMemoryMatchTheCpu) { expect_gpu_matches_cpu(Precision::fp32, true, true); }
 TEST_F(GpuMaskRcnnModel, Bf16OutputsAndGradientsMatchTheCpuBf16) { expect_gpu_matches_cpu(Precision::bf16, false); }
 TEST_F(GpuMaskRcnnModel, FpnBf16OutputsAndGradientsMatchTheCpuBf16) { expect_gpu_matches_cpu(Precision::bf16, true); }
 
