@@ -718,7 +718,7 @@ TEST_P(RcnnRoiSampleGpu, SamplesAndMaskTargetsMatchTheCpu) {
   const RoiSampling spec = sampler_spec(k.batch);
   const int R = k.n * k.batch + 3, N1 = k.n + 1;
   SampleOut c{std::vector<float>(size_t(R) * 5, kJunk), std::vector<float>(size_t(R) * 4, kJunk),
-              std::vector<int32_t>(size_t(N1)), std::vector<int32_t>(size_t(N1)), std::vector<int32_t>(size_t(R), 7),
+              std::vector<int32_t>(static_cast<size_t>(N1)), std::vector<int32_t>(static_cast<size_t>(N1)), std::vector<int32_t>(size_t(R), 7),
               std::vector<int32_t>(size_t(R), 7)};
   Arena ca = cpu_scratch(cpu().rcnn_sample_rois_scratch_floats(k.n, k.max_proposals, k.max_gts));
   cpu().rcnn_sample_rois(spec, b.proposals.data(), b.counts.data(), k.max_proposals, b.gt_boxes.data(),
@@ -733,7 +733,7 @@ TEST_P(RcnnRoiSampleGpu, SamplesAndMaskTargetsMatchTheCpu) {
   Arena ga = gpu_scratch(gpu().rcnn_sample_rois_scratch_floats(k.n, k.max_proposals, k.max_gts));
   const int F = k.n * k.per_image, MM = 7 * 7;
   std::vector<float> cmrois(size_t(F) * 5, kJunk);
-  std::vector<int32_t> cmfirst(size_t(N1)), cmlabels(size_t(F), 7);
+  std::vector<int32_t> cmfirst(static_cast<size_t>(N1)), cmlabels(size_t(F), 7);
   std::vector<uint8_t> ctargets(size_t(F) * MM, 9);
   cpu().rcnn_mask_targets(c.rois.data(), c.row_first.data(), c.fg_first.data(), c.labels.data(), c.matched.data(), k.n,
                           k.per_image, b.masks.data(), b.gt_first.data(), k.hw, k.hw, 7, F, cmrois.data(),
@@ -743,7 +743,7 @@ TEST_P(RcnnRoiSampleGpu, SamplesAndMaskTargetsMatchTheCpu) {
   EXPECT_GT(ones, 0) << "some mask target pixels are 1";
   for (int run = 0; run < 2; ++run) {
     DeviceBuffer<float> rois(std::vector<float>(c.rois.size(), kJunk)), deltas(std::vector<float>(c.deltas.size(), kJunk));
-    DeviceBuffer<int32_t> rf(size_t(N1)), ff(size_t(N1)), labels(std::vector<int32_t>(size_t(R), 7)),
+    DeviceBuffer<int32_t> rf(static_cast<size_t>(N1)), ff(static_cast<size_t>(N1)), labels(std::vector<int32_t>(size_t(R), 7)),
         matched(std::vector<int32_t>(size_t(R), 7));
     gpu().rcnn_sample_rois(spec, gprop.get(), gcount.get(), k.max_proposals, ggt.get(), glab.get(), gfirst.get(), k.n,
                            k.max_gts, R, rois.get(), rf.get(), ff.get(), labels.get(), matched.get(), deltas.get(), ga);
@@ -755,7 +755,7 @@ TEST_P(RcnnRoiSampleGpu, SamplesAndMaskTargetsMatchTheCpu) {
     EXPECT_TRUE(all_close("target deltas", deltas.download(), c.deltas, 1e-6, 1e-7));
 
     DeviceBuffer<float> mrois(std::vector<float>(cmrois.size(), kJunk));
-    DeviceBuffer<int32_t> mfirst(size_t(N1)), mlabels(std::vector<int32_t>(size_t(F), 7));
+    DeviceBuffer<int32_t> mfirst(static_cast<size_t>(N1)), mlabels(std::vector<int32_t>(size_t(F), 7));
     DeviceBuffer<uint8_t> targets(std::vector<uint8_t>(ctargets.size(), 9));
     gpu().rcnn_mask_targets(rois.get(), rf.get(), ff.get(), labels.get(), matched.get(), k.n, k.per_image,
                             gmasks.get(), gfirst.get(), k.hw, k.hw, 7, F, mrois.get(), mfirst.get(), mlabels.get(),
@@ -785,8 +785,8 @@ TEST_F(GpuDetectionOps, RoiSamplerMarksAnImageWithABadLabel) {
   const SamplerBatch good = sampler_batch(k);
   const RoiSampling spec = sampler_spec(k.batch);
   const int R = k.n * k.batch, N1 = k.n + 1;
-  std::vector<float> rois(size_t(R) * 5), deltas(size_t(R) * 4);
-  std::vector<int32_t> rf(size_t(N1)), ff(size_t(N1)), labels(size_t(R)), matched(size_t(R));
+  std::vector<float> rois(static_cast<size_t>(R) * 5), deltas(static_cast<size_t>(R) * 4);
+  std::vector<int32_t> rf(static_cast<size_t>(N1)), ff(static_cast<size_t>(N1)), labels(static_cast<size_t>(R)), matched(static_cast<size_t>(R));
   Arena ca = cpu_scratch(0);
   EXPECT_THROW(cpu().rcnn_sample_rois(spec, b.proposals.data(), b.counts.data(), k.max_proposals, b.gt_boxes.data(),
                                       b.gt_labels.data(), b.gt_first.data(), k.n, k.max_gts, R, rois.data(), rf.data(),
@@ -797,8 +797,8 @@ TEST_F(GpuDetectionOps, RoiSamplerMarksAnImageWithABadLabel) {
                          ff.data(), labels.data(), matched.data(), deltas.data(), ca);
   const DeviceBuffer<float> gprop(b.proposals), ggt(b.gt_boxes);
   const DeviceBuffer<int32_t> gcount(b.counts), glab(b.gt_labels), gfirst(b.gt_first);
-  DeviceBuffer<float> grois(size_t(R) * 5), gdeltas(size_t(R) * 4);
-  DeviceBuffer<int32_t> grf(size_t(N1)), gff(size_t(N1)), glabels(size_t(R)), gmatched(size_t(R));
+  DeviceBuffer<float> grois(static_cast<size_t>(R) * 5), gdeltas(static_cast<size_t>(R) * 4);
+  DeviceBuffer<int32_t> grf(static_cast<size_t>(N1)), gff(static_cast<size_t>(N1)), glabels(static_cast<size_t>(R)), gmatched(static_cast<size_t>(R));
   Arena ga = gpu_scratch(gpu().rcnn_sample_rois_scratch_floats(k.n, k.max_proposals, k.max_gts));
   gpu().rcnn_sample_rois(spec, gprop.get(), gcount.get(), k.max_proposals, ggt.get(), glab.get(), gfirst.get(), k.n,
                          k.max_gts, R, grois.get(), grf.get(), gff.get(), glabels.get(), gmatched.get(), gdeltas.get(),
