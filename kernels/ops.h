@@ -56,6 +56,20 @@ struct RoiSampling {
   uint64_t seed = 0, stream = 0, key = 0;
 };
 
+// An FPN's pooled levels for RoIAlign (roi_align_levels_*): level l is x[l] [n, h[l], w[l], c] at
+// spatial_scale[l] (1 / its stride), dx[l] its gradient; finest is the pyramid level of x[0] (P2:
+// 2). Each RoI pools from the level fpn_roi_level picks.
+inline constexpr int kMaxRoiLevels = 8;
+struct RoiLevels {
+  int levels = 1;
+  const float* x[kMaxRoiLevels] = {};
+  float* dx[kMaxRoiLevels] = {};
+  int h[kMaxRoiLevels] = {}, w[kMaxRoiLevels] = {};
+  float spatial_scale[kMaxRoiLevels] = {};
+  float canonical_size = 224.0f;  // an RoI of this side goes to pyramid level 4
+  int finest = 2;
+};
+
 #include "kernels/op_signatures.inc"  // IWYU pragma: export
 
 // IoU of two (x1, y1, x2, y2) boxes, 0 where the union is not positive: the one every detection op
@@ -70,6 +84,10 @@ void rcnn_decode_box(const float* ref, const float* delta, float wx, float wy, f
 // of target b against reference a (w = x2 - x1, h = y2 - y1, centres c), in double rounded to float
 // once; both boxes of positive size (throws otherwise).
 void rcnn_encode_box(const float* ref, const float* target, float wx, float wy, float ww, float wh, float* delta);
+// maskrcnn-benchmark's LevelMapper: the pooled level (0 the finest) of an RoI [5] (image, x1, y1, x2,
+// y2): floor(4 + log2(sqrt(w h) / canonical_size + 1e-6)) - finest, clamped to [0, levels), with w
+// and h the float differences (at least 0) and the rest in double. The CUDA ops decide the same way.
+int fpn_roi_level(const float* roi, float canonical_size, int finest, int levels);
 // The samplers' partial Fisher-Yates over candidates c[0, n) (in increasing index order): for draw
 // i < k' = min(k, n), j = i + rng_below(seed, stream, first + i, n - i), swap(c[i], c[j]); c[0, k')
 // is the sample, in that order. Returns k'. A function of (seed, stream, first) only.

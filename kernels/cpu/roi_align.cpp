@@ -193,4 +193,36 @@ void rcnn_mask_targets(const float* rois, const int32_t* row_first, const int32_
   }
 }
 
+int fpn_roi_level(const float* roi, float canonical_size, int finest, int levels) {
+  const double w = std::max(0.0f, roi[3] - roi[1]), h = std::max(0.0f, roi[4] - roi[2]);
+  const double k = std::floor(4.0 + std::log2(std::sqrt(w * h) / double(canonical_size) + 1e-6)) - double(finest);
+  return int(std::clamp(k, 0.0, double(levels - 1)));
+}
+
+// Each RoI alone through the one-level op on its level: a level's map receives its RoIs' gradients
+// in row order, as it would from a call on that level's rows.
+void roi_align_levels_forward(const RoiLevels& L, int n, int c, const float* rois, int num_rois, int pooled,
+                              int sampling_ratio, float* y) {
+  MLPD_CHECK(L.levels >= 1 && L.levels <= kMaxRoiLevels, "roi_align_levels: levels outside [1, 8]");
+  const size_t row = size_t(pooled) * pooled * c;
+  for (int r = 0; r < num_rois; ++r) {
+    const float* roi = rois + size_t(r) * 5;
+    const int l = fpn_roi_level(roi, L.canonical_size, L.finest, L.levels);
+    roi_align_forward(L.x[l], n, L.h[l], L.w[l], c, roi, 1, pooled, pooled, L.spatial_scale[l], sampling_ratio, false,
+                      y + size_t(r) * row);
+  }
+}
+
+void roi_align_levels_backward(const RoiLevels& L, int n, int c, const float* rois, int num_rois, int pooled,
+                               int sampling_ratio, const float* dy) {
+  MLPD_CHECK(L.levels >= 1 && L.levels <= kMaxRoiLevels, "roi_align_levels: levels outside [1, 8]");
+  const size_t row = size_t(pooled) * pooled * c;
+  for (int r = 0; r < num_rois; ++r) {
+    const float* roi = rois + size_t(r) * 5;
+    const int l = fpn_roi_level(roi, L.canonical_size, L.finest, L.levels);
+    roi_align_backward(dy + size_t(r) * row, n, L.h[l], L.w[l], c, roi, 1, pooled, pooled, L.spatial_scale[l],
+                       sampling_ratio, false, L.dx[l]);
+  }
+}
+
 }  // namespace mlpd

@@ -88,6 +88,33 @@ __device__ __forceinline__ float sample_coord(float start, int ph, float bin, in
                    __fdiv_rn(__fmul_rn(float(iy + 0.5f), bin), float(grid)));
 }
 
+// One output element: bin (ph, pw) of channel xb[0] (xb: the RoI's image at the channel; c apart).
+__device__ __forceinline__ float pool_bin(const float* xb, int h, int w, int c, const RoiGeom& g, int ph, int pw) {
+  float acc = 0.0f;
+  for (int iy = 0; iy < g.grid_h; ++iy) {
+    const float yy = sample_coord(g.start_h, ph, g.bin_h, iy, g.grid_h);
+    for (int ix = 0; ix < g.grid_w; ++ix) {
+      const Sample s = bilinear(h, w, yy, sample_coord(g.start_w, pw, g.bin_w, ix, g.grid_w));
+      acc += s.wt[0] * xb[size_t(s.pix[0]) * c] + s.wt[1] * xb[size_t(s.pix[1]) * c] +
+             s.wt[2] * xb[size_t(s.pix[2]) * c] + s.wt[3] * xb[size_t(s.pix[3]) * c];
+    }
+  }
+  return acc / g.count;
+}
+
+// Its gradient gout added into the samples' pixels of dxb (as xb above).
+__device__ __forceinline__ void scatter_bin(float* dxb, int h, int w, int c, const RoiGeom& g, int ph, int pw,
+                                            float gout) {
+  for (int iy = 0; iy < g.grid_h; ++iy) {
+    const float yy = sample_coord(g.start_h, ph, g.bin_h, iy, g.grid_h);
+    for (int ix = 0; ix < g.grid_w; ++ix) {
+      const Sample s = bilinear(h, w, yy, sample_coord(g.start_w, pw, g.bin_w, ix, g.grid_w));
+      for (int k = 0; k < 4; ++k)
+        if (s.wt[k] != 0.0f) atomicAdd(dxb + size_t(s.pix[k]) * c, s.wt[k] * gout / g.count);
+    }
+  }
+}
+
 __global__ void roi_align_forward_kernel(const float* __restrict__ x, int n, int h, int w, int c,
                                          const float* __restrict__ rois, int num_rois, int pooled_h, int pooled_w,
                                          float spatial_scale, int sampling_ratio, bool aligned, float* __restrict__ y) {
@@ -104,17 +131,7 @@ __global__ void roi_align_forward_kernel(const float* __restrict__ x, int n, int
       y[e] = 0.0f;
       continue;
     }
-    const float* xb = x + size_t(g.b) * h * w * c + ch;
-    float acc = 0.0f;
-    for (int iy = 0; iy < g.grid_h; ++iy) {
-      const float yy = sample_coord(g.start_h, ph, g.bin_h, iy, g.grid_h);
-      for (int ix = 0; ix < g.grid_w; ++ix) {
-        const Sample s = bilinear(h, w, yy, sample_coord(g.start_w, pw, g.bin_w, ix, g.grid_w));
-        acc += s.wt[0] * xb[size_t(s.pix[0]) * c] + s.wt[1] * xb[size_t(s.pix[1]) * c] +
-               s.wt[2] * xb[size_t(s.pix[2]) * c] + s.wt[3] * xb[size_t(s.pix[3]) * c];
-      }
-    }
-    y[e] = acc / g.count;
+    y[e] = pool_bin(x + size_t(g.b) * h * w * c + ch, h, w, c, g, ph, pw);
   }
 }
 
@@ -132,16 +149,57 @@ __global__ void roi_align_backward_kernel(const float* __restrict__ dy, int n, i
     const int r = int(t / size_t(pooled_h));
     const RoiGeom g = roi_geom(rois + size_t(r) * 5, n, pooled_h, pooled_w, spatial_scale, sampling_ratio, aligned);
     if (g.b < 0) continue;
-    float* dxb = dx + size_t(g.b) * h * w * c + ch;
-    const float gout = dy[e];
-    for (int iy = 0; iy < g.grid_h; ++iy) {
-      const float yy = sample_coord(g.start_h, ph, g.bin_h, iy, g.grid_h);
-      for (int ix = 0; ix < g.grid_w; ++ix) {
-        const Sample s = bilinear(h, w, yy, sample_coord(g.start_w, pw, g.bin_w, ix, g.grid_w));
-        for (int k = 0; k < 4; ++k)
-          if (s.wt[k] != 0.0f) atomicAdd(dxb + size_t(s.pix[k]) * c, s.wt[k] * gout / g.count);
-      }
-    }
+    scatter_bin(dx + size_t(g.b) * h * w * c + ch, h, w, c, g, ph, pw, dy[e]);
+  }
+}
+
+// The FPN's: each RoI's level first (fpn_roi_level's arithmetic, each operation rounded on its own),
+// then the one-level element.
+__device__ __forceinline__ int roi_level(const float* roi, const RoiLevels& L) {
+  const double bw = fmaxf(0.0f, __fsub_rn(roi[3], roi[1])), bh = fmaxf(0.0f, __fsub_rn(roi[4], roi[2]));
+  const double side = sqrt(__dmul_rn(bw, bh));
+  double k = __dsub_rn(floor(__dadd_rn(4.0, log2(__dadd_rn(__ddiv_rn(side, double(L.canonical_size)), 1e-6)))),
+                       double(L.finest));
+  const double top = double(L.levels - 1);
+  k = k < 0.0 ? 0.0 : (top < k ? top : k);
+  return int(k);
+}
+
+__global__ void roi_align_levels_forward_kernel(RoiLevels L, int n, int c, const float* __restrict__ rois, int num_rois,
+                                                int pooled, int sampling_ratio, float* __restrict__ y) {
+  const size_t total = size_t(num_rois) * pooled * pooled * c;
+  for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += size_t(gridDim.x) * blockDim.x) {
+    const int ch = int(e % size_t(c));
+    size_t t = e / size_t(c);
+    const int pw = int(t % size_t(pooled));
+    t /= size_t(pooled);
+    const int ph = int(t % size_t(pooled));
+    const int r = int(t / size_t(pooled));
+    const float* roi = rois + size_t(r) * 5;
+    const int l = roi_level(roi, L);
+    const RoiGeom g = roi_geom(roi, n, pooled, pooled, L.spatial_scale[l], sampling_ratio, false);
+    const int h = L.h[l], w = L.w[l];
+    y[e] = g.b < 0 || h <= 0 || w <= 0 ? 0.0f : pool_bin(L.x[l] + size_t(g.b) * h * w * c + ch, h, w, c, g, ph, pw);
+  }
+}
+
+__global__ void roi_align_levels_backward_kernel(RoiLevels L, int n, int c, const float* __restrict__ rois,
+                                                 int num_rois, int pooled, int sampling_ratio,
+                                                 const float* __restrict__ dy) {
+  const size_t total = size_t(num_rois) * pooled * pooled * c;
+  for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += size_t(gridDim.x) * blockDim.x) {
+    const int ch = int(e % size_t(c));
+    size_t t = e / size_t(c);
+    const int pw = int(t % size_t(pooled));
+    t /= size_t(pooled);
+    const int ph = int(t % size_t(pooled));
+    const int r = int(t / size_t(pooled));
+    const float* roi = rois + size_t(r) * 5;
+    const int l = roi_level(roi, L);
+    const RoiGeom g = roi_geom(roi, n, pooled, pooled, L.spatial_scale[l], sampling_ratio, false);
+    const int h = L.h[l], w = L.w[l];
+    if (g.b < 0 || h <= 0 || w <= 0) continue;
+    scatter_bin(L.dx[l] + size_t(g.b) * h * w * c + ch, h, w, c, g, ph, pw, dy[e]);
   }
 }
 
@@ -252,6 +310,30 @@ void rcnn_mask_targets(const float* rois, const int32_t* row_first, const int32_
   mask_targets_kernel<<<unsigned(R), kThreads, 0, stream()>>>(rois, row_first, labels, matched, n, gt_masks, gt_first,
                                                               img_h, img_w, m, mask_first, mask_rois, mask_labels,
                                                               targets);
+  CUDA_CHECK_LAUNCH();
+}
+
+void roi_align_levels_forward(const RoiLevels& levels, int n, int c, const float* rois, int num_rois, int pooled,
+                              int sampling_ratio, float* y) {
+  if (levels.levels < 1 || levels.levels > kMaxRoiLevels)
+    fail(__FILE__, __LINE__, "roi_align_levels", "levels outside [1, 8]");
+  const size_t total = size_t(num_rois > 0 ? num_rois : 0) * size_t(pooled > 0 ? pooled : 0) *
+                       size_t(pooled > 0 ? pooled : 0) * size_t(c > 0 ? c : 0);
+  if (total == 0) return;
+  roi_align_levels_forward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(levels, n, c, rois, num_rois, pooled,
+                                                                                sampling_ratio, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+void roi_align_levels_backward(const RoiLevels& levels, int n, int c, const float* rois, int num_rois, int pooled,
+                               int sampling_ratio, const float* dy) {
+  if (levels.levels < 1 || levels.levels > kMaxRoiLevels)
+    fail(__FILE__, __LINE__, "roi_align_levels", "levels outside [1, 8]");
+  const size_t total = size_t(num_rois > 0 ? num_rois : 0) * size_t(pooled > 0 ? pooled : 0) *
+                       size_t(pooled > 0 ? pooled : 0) * size_t(c > 0 ? c : 0);
+  if (total == 0) return;
+  roi_align_levels_backward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(levels, n, c, rois, num_rois, pooled,
+                                                                                 sampling_ratio, dy);
   CUDA_CHECK_LAUNCH();
 }
 

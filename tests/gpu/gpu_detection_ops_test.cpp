@@ -874,6 +874,60 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RoiAlignGpu,
                                       c.sampling, c.aligned ? "_aligned" : "");
                          });
 
+// RoIAlign over an FPN's four pooled levels (P2..P5 of a 256 x 192 image): RoIs of every size, so
+// that each level pools some, compared with the CPU op; the level choice itself exactly (the RoIs
+// whose rows are zero on one device must be zero on the other).
+TEST_F(GpuDetectionOps, RoiAlignLevelsMatchesCpu) {
+  const int n = 2, c = 16, pooled = 7, R = 120, H = 256, W = 192;
+  RoiLevels L;
+  L.levels = 4;
+  L.finest = 2;
+  std::vector<std::vector<float>> x(4), dx0(4);
+  std::vector<DeviceBuffer<float>> gx, gdx;
+  for (int l = 0; l < 4; ++l) {
+    const int stride = 4 << l;
+    L.h[l] = H / stride;
+    L.w[l] = W / stride;
+    L.spatial_scale[l] = 1.0f / float(stride);
+    x[size_t(l)] = random_floats(size_t(n) * L.h[l] * L.w[l] * c, 990 + uint64_t(l));
+    dx0[size_t(l)] = random_floats(x[size_t(l)].size(), 995 + uint64_t(l));
+    gx.emplace_back(x[size_t(l)]);
+    gdx.emplace_back(dx0[size_t(l)]);
+  }
+  const auto u = random_floats(size_t(R) * 4, 999, 0.0f, 1.0f);
+  std::vector<float> rois;
+  int seen[4] = {0, 0, 0, 0};
+  for (int r = 0; r < R; ++r) {
+    const float side = 8.0f * std::pow(2.0f, 6.5f * u[size_t(r) * 4]);  // 8 .. 724 pixels
+    const float aspect = 0.5f + u[size_t(r) * 4 + 1];
+    const float x1 = 0.7f * W * u[size_t(r) * 4 + 2], y1 = 0.7f * H * u[size_t(r) * 4 + 3];
+    rois.insert(rois.end(), {float(r % n), x1, y1, x1 + side * aspect, y1 + side / aspect});
+    ++seen[fpn_roi_level(&rois[rois.size() - 5], L.canonical_size, L.finest, L.levels)];
+  }
+  for (int l = 0; l < 4; ++l) ASSERT_GT(seen[l], 0) << "no RoI pools from level " << l;
+  RoiLevels cl = L, gl = L;
+  std::vector<std::vector<float>> dx = dx0;
+  for (int l = 0; l < 4; ++l) {
+    cl.x[l] = x[size_t(l)].data();
+    cl.dx[l] = dx[size_t(l)].data();
+    gl.x[l] = gx[size_t(l)].get();
+    gl.dx[l] = gdx[size_t(l)].get();
+  }
+  const size_t out = size_t(R) * pooled * pooled * c;
+  std::vector<float> y(out, kJunk);
+  cpu().roi_align_levels_forward(cl, n, c, rois.data(), R, pooled, 0, y.data());
+  const auto dy = random_floats(out, 998);
+  cpu().roi_align_levels_backward(cl, n, c, rois.data(), R, pooled, 0, dy.data());
+  const DeviceBuffer<float> grois(rois), gdy(dy);
+  DeviceBuffer<float> gy(std::vector<float>(out, kJunk));
+  gpu().roi_align_levels_forward(gl, n, c, grois.get(), R, pooled, 0, gy.get());
+  gpu().roi_align_levels_backward(gl, n, c, grois.get(), R, pooled, 0, gdy.get());
+  EXPECT_TRUE(close_scaled("roi_align_levels_forward", gy.download(), y, 1e-5, 1e-6));
+  for (int l = 0; l < 4; ++l)
+    EXPECT_TRUE(close_scaled(cat("roi_align_levels_backward level ", l), gdx[size_t(l)].download(), dx[size_t(l)], 1e-4,
+                             1e-5));
+}
+
 // ================================ Nearest 2x upsampling (FPN) ================================
 struct UpsampleCase {
   int n, h, w, c;

@@ -43,20 +43,10 @@ struct FeatureLevel {
   int cells() const { return h * w; }
 };
 
-// RoIs of one head that one level pools (several levels only): rows are their places in the head.
-struct LevelRois {
-  std::vector<float> rois;  // host [count, 5]
-  std::vector<int32_t> rows;
-  float* rois_dev = nullptr;
-  int32_t* rows_dev = nullptr;
-};
 struct HeadPooling {
   int pool = 0, max_rois = 0;
   nn::SavedActivation pooled;  // [max_rois, pool, pool, fc]: only the head's first layer reads it
-  std::vector<float> rois;  // host [count, 5] of the last forward
-  float* rois_dev = nullptr;
-  std::vector<LevelRois> levels;
-  float* scratch = nullptr;  // one level's pooled rows [max_rois, pool, pool, fc]
+  float* rois = nullptr;       // [max_rois, 5], the model's memory: the last forward's RoIs
 };
 
 // The FPN's layers, finest level first; lateral[l].y() holds the inner map (lateral + top-down).
@@ -360,25 +350,29 @@ void build_fpn(MaskRcnn& n, ParamStore& s, const std::vector<int>& stage_block) 
   }
 }
 
+// The FPN's pooled levels as the RoIAlign ops take them.
+RoiLevels roi_levels(const MaskRcnn& n) {
+  RoiLevels L;
+  L.levels = n.pooled_levels;
+  for (int l = 0; l < n.pooled_levels; ++l) {
+    const FeatureLevel& lv = n.levels[size_t(l)];
+    L.x[l] = lv.feat;
+    L.dx[l] = lv.dfeat;
+    L.h[l] = lv.h;
+    L.w[l] = lv.w;
+    L.spatial_scale[l] = 1.0f / float(lv.stride);
+  }
+  L.canonical_size = n.spec.fpn_canonical_size;
+  L.finest = 0;
+  while ((1 << L.finest) < n.levels[0].stride) ++L.finest;  // 2 for P2
+  return L;
+}
+
 void make_head_pooling(MaskRcnn& n, HeadPooling& hp, int pool, int max_rois) {
-  static_assert(sizeof(int32_t) == sizeof(float), "RoI rows share the float buffers");
   hp.pool = pool;
   hp.max_rois = max_rois;
   hp.pooled = nn::make_saved_activation(n.buffers, size_t(pool) * pool * n.fc, max_rois, n.keeps_bf16());
-  hp.rois_dev = n.buffers.floats(size_t(max_rois) * 5);
-  if (n.pooled_levels == 1) return;
-  hp.levels.resize(size_t(n.pooled_levels));
-  for (LevelRois& lr : hp.levels) {
-    lr.rois_dev = n.buffers.floats(size_t(max_rois) * 5);
-    lr.rows_dev = reinterpret_cast<int32_t*>(n.buffers.floats(size_t(max_rois)));
-  }
-  hp.scratch = n.buffers.floats(size_t(max_rois) * pool * pool * n.fc);
-}
-
-// Host data where the ops read it: the host copy on the CPU, its device copy elsewhere.
-template <class T>
-const T* for_ops(const MaskRcnn& n, const std::vector<T>& host, const T* dev) {
-  return n.spec.device == Device::cpu ? host.data() : dev;
+  hp.rois = n.buffers.floats(size_t(max_rois) * 5);
 }
 
 }  // namespace
@@ -634,10 +628,8 @@ std::vector<int> maskrcnn_level_first_anchor(const MaskRcnn& n) {
 
 int maskrcnn_roi_level(const MaskRcnn& n, const float* roi) {
   if (n.pooled_levels == 1) return 0;
-  const double w = std::max(0.0f, roi[3] - roi[1]), h = std::max(0.0f, roi[4] - roi[2]);
-  const double k = std::floor(4.0 + std::log2(std::sqrt(w * h) / n.spec.fpn_canonical_size + 1e-6));
-  const double finest = std::log2(double(n.levels[0].stride));  // 2 for P2
-  return int(std::clamp(k - finest, 0.0, double(n.pooled_levels - 1)));
+  const RoiLevels L = roi_levels(n);
+  return fpn_roi_level(roi, L.canonical_size, L.finest, L.levels);
 }
 
 namespace {
@@ -717,59 +709,29 @@ RpnOutputs maskrcnn_rpn_forward(MaskRcnn& n, ParamStore& s, Arena& a, const floa
 
 namespace {
 
-// RoIAlign of a head's RoIs ([count, 5], host or, with rois_on_device, the model's device memory)
-// into pooled [count, pool, pool, fc]: from the one level, or per level by the RoI's size, each
-// level's rows scattered to the RoIs' places.
+// RoIAlign of a head's RoIs ([count, 5], host or, with rois_on_device, the model's memory) into
+// pooled [count, pool, pool, fc]: from the one level, or each from the level its size picks (the
+// choice made by the op, so no RoI comes back to the host).
 void pool_rois_into(MaskRcnn& n, HeadPooling& hp, const float* rois, int count, bool rois_on_device, float* pooled) {
   const OpTable& o = *n.ops;
   const Device dev = n.spec.device;
-  if (rois_on_device && dev != Device::cpu) {
-    if (n.pooled_levels == 1) {  // stays on the device: the RoIs' rows need no sorting by level
-      const FeatureLevel& lv = n.levels[0];
-      copy_within(dev, hp.rois_dev, rois, sizeof(float) * size_t(count) * 5);
-      o.roi_align_forward(lv.feat, n.batch, lv.h, lv.w, n.fc, hp.rois_dev, count, hp.pool, hp.pool,
-                          1.0f / float(lv.stride), n.spec.sampling_ratio, false, pooled);
-      return;
-    }
-    // With an FPN each RoI's level is chosen on the host: this waits for the device.
-    hp.rois.resize(size_t(count) * 5);
-    copy_to_host(dev, hp.rois.data(), rois, sizeof(float) * hp.rois.size());
-    rois = hp.rois.data();
+  const size_t bytes = sizeof(float) * size_t(count) * 5;
+  if (rois_on_device) {
+    copy_within(dev, hp.rois, rois, bytes);
+  } else {
+    for (int i = 0; i < count; ++i)
+      MLPD_CHECK(rois[size_t(i) * 5] >= 0 && rois[size_t(i) * 5] < float(n.batch),
+                 "maskrcnn: RoI batch index out of range");
+    copy_to_device(dev, hp.rois, rois, bytes);
   }
-  for (int i = 0; i < count; ++i)
-    MLPD_CHECK(rois[size_t(i) * 5] >= 0 && rois[size_t(i) * 5] < float(n.batch), "maskrcnn: RoI batch index out of range");
-  if (rois != hp.rois.data()) hp.rois.assign(rois, rois + size_t(count) * 5);
   const int p = hp.pool;
   if (n.pooled_levels == 1) {
     const FeatureLevel& lv = n.levels[0];
-    copy_to_device(dev, hp.rois_dev, hp.rois.data(), sizeof(float) * hp.rois.size());
-    o.roi_align_forward(lv.feat, n.batch, lv.h, lv.w, n.fc, for_ops(n, hp.rois, hp.rois_dev), count, p, p,
-                        1.0f / float(lv.stride), n.spec.sampling_ratio, false, pooled);
+    o.roi_align_forward(lv.feat, n.batch, lv.h, lv.w, n.fc, hp.rois, count, p, p, 1.0f / float(lv.stride),
+                        n.spec.sampling_ratio, false, pooled);
     return;
   }
-  for (LevelRois& lr : hp.levels) {
-    lr.rois.clear();
-    lr.rows.clear();
-  }
-  for (int i = 0; i < count; ++i) {
-    const float* r = rois + size_t(i) * 5;
-    LevelRois& lr = hp.levels[size_t(maskrcnn_roi_level(n, r))];
-    lr.rois.insert(lr.rois.end(), r, r + 5);
-    lr.rows.push_back(i);
-  }
-  const int dim = p * p * n.fc;
-  zero_on(dev, pooled, sizeof(float) * size_t(count) * dim);
-  for (size_t l = 0; l < hp.levels.size(); ++l) {
-    const LevelRois& lr = hp.levels[l];
-    const FeatureLevel& lv = n.levels[l];
-    const int k = int(lr.rows.size());
-    if (k == 0) continue;
-    copy_to_device(dev, lr.rois_dev, lr.rois.data(), sizeof(float) * lr.rois.size());
-    copy_to_device(dev, lr.rows_dev, lr.rows.data(), sizeof(int32_t) * lr.rows.size());
-    o.roi_align_forward(lv.feat, n.batch, lv.h, lv.w, n.fc, for_ops(n, lr.rois, lr.rois_dev), k, p, p,
-                        1.0f / float(lv.stride), n.spec.sampling_ratio, false, hp.scratch);
-    o.embedding_scatter_add(pooled, dim, for_ops(n, lr.rows, lr.rows_dev), k, hp.scratch, dim);
-  }
+  o.roi_align_levels_forward(roi_levels(n), n.batch, n.fc, hp.rois, count, p, n.spec.sampling_ratio, pooled);
 }
 
 // The head's RoIs pooled into hp.pooled; returns them in fp32 (under bf16 storage Arena scratch,
@@ -787,20 +749,11 @@ void pool_rois_backward(MaskRcnn& n, const HeadPooling& hp, int count, const flo
   const int p = hp.pool;
   if (n.pooled_levels == 1) {
     const FeatureLevel& lv = n.levels[0];
-    o.roi_align_backward(dpooled, n.batch, lv.h, lv.w, n.fc, for_ops(n, hp.rois, hp.rois_dev), count, p, p,
-                         1.0f / float(lv.stride), n.spec.sampling_ratio, false, lv.dfeat);
+    o.roi_align_backward(dpooled, n.batch, lv.h, lv.w, n.fc, hp.rois, count, p, p, 1.0f / float(lv.stride),
+                         n.spec.sampling_ratio, false, lv.dfeat);
     return;
   }
-  const int dim = p * p * n.fc;
-  for (size_t l = 0; l < hp.levels.size(); ++l) {
-    const LevelRois& lr = hp.levels[l];
-    const FeatureLevel& lv = n.levels[l];
-    const int k = int(lr.rows.size());
-    if (k == 0) continue;
-    o.embedding_gather(dpooled, dim, for_ops(n, lr.rows, lr.rows_dev), k, hp.scratch, dim);
-    o.roi_align_backward(hp.scratch, n.batch, lv.h, lv.w, n.fc, for_ops(n, lr.rois, lr.rois_dev), k, p, p,
-                         1.0f / float(lv.stride), n.spec.sampling_ratio, false, lv.dfeat);
-  }
+  o.roi_align_levels_backward(roi_levels(n), n.batch, n.fc, hp.rois, count, p, n.spec.sampling_ratio, dpooled);
 }
 
 }  // namespace
