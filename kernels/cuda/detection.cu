@@ -887,7 +887,7 @@ __device__ __forceinline__ const float* roi_candidate(const float* proposal_boxe
 // background lists in candidate order (block_count), then one thread draws both samples. taken [n, 2]:
 // the foreground and background drawn; -1, 0 for an image outside the contract.
 __global__ void __launch_bounds__(kBlock)
-    roi_sample_kernel(RoiSampling s, const float* __restrict__ proposal_boxes, const int32_t* __restrict__ proposal_count,
+    roi_sample_kernel(RoiSampling s, int max_fg, const float* __restrict__ proposal_boxes, const int32_t* __restrict__ proposal_count,
                       int max_proposals, const float* __restrict__ gt_boxes, const int32_t* __restrict__ gt_labels,
                       const int32_t* __restrict__ gt_first, int max_gts, int C, int32_t* __restrict__ match,
                       int32_t* __restrict__ fg, int32_t* __restrict__ bg, int32_t* __restrict__ taken) {
@@ -934,8 +934,7 @@ __global__ void __launch_bounds__(kBlock)
   __syncthreads();
   if (threadIdx.x == 0) {
     const uint64_t first = (s.key + uint64_t(img)) * kSampleKeyCounters;
-    const int nf = draw_without_replacement(my_fg, nfg, sample_max_positives(s.batch, s.pos_fraction), s.seed,
-                                            s.stream, first);
+    const int nf = draw_without_replacement(my_fg, nfg, max_fg, s.seed, s.stream, first);
     const int nb = draw_without_replacement(my_bg, nbg, s.batch - nf, s.seed, s.stream,
                                             first + kSampleNegativeCounters);
     taken[2 * img] = nf;
@@ -1279,8 +1278,10 @@ void rcnn_sample_rois(const RoiSampling& s, const float* proposal_boxes, const i
   int32_t* fg = take<int32_t>(arena, size_t(n) * C);
   int32_t* bg = take<int32_t>(arena, size_t(n) * C);
   int32_t* taken = take<int32_t>(arena, 2 * size_t(n));
-  roi_sample_kernel<<<unsigned(n), kBlock, 0, stream()>>>(s, proposal_boxes, proposal_count, max_proposals, gt_boxes,
-                                                          gt_labels, gt_first, max_gts, C, match, fg, bg, taken);
+  const int max_fg = sample_max_positives(s.batch, s.pos_fraction);
+  roi_sample_kernel<<<unsigned(n), kBlock, 0, stream()>>>(s, max_fg, proposal_boxes, proposal_count, max_proposals,
+                                                          gt_boxes, gt_labels, gt_first, max_gts, C, match, fg, bg,
+                                                          taken);
   CUDA_CHECK_LAUNCH();
   roi_bounds_kernel<<<1, 1, 0, stream()>>>(n, s.batch, taken, row_first, fg_first);
   CUDA_CHECK_LAUNCH();

@@ -165,21 +165,33 @@ __device__ __forceinline__ int roi_level(const float* roi, const RoiLevels& L) {
   return int(k);
 }
 
+// Output element e of the FPN's ops: its channel, bin, level and the RoI's geometry there.
+struct LevelElement {
+  int ch, ph, pw, level;
+  RoiGeom g;
+};
+__device__ __forceinline__ LevelElement level_element(size_t e, const RoiLevels& L, int n, int c, int pooled,
+                                                      int sampling_ratio, const float* rois) {
+  LevelElement le;
+  le.ch = int(e % size_t(c));
+  size_t t = e / size_t(c);
+  le.pw = int(t % size_t(pooled));
+  t /= size_t(pooled);
+  le.ph = int(t % size_t(pooled));
+  const float* roi = rois + (t / size_t(pooled)) * 5;
+  le.level = roi_level(roi, L);
+  le.g = roi_geom(roi, n, pooled, pooled, L.spatial_scale[le.level], sampling_ratio, false);
+  if (L.h[le.level] <= 0 || L.w[le.level] <= 0) le.g.b = -1;
+  return le;
+}
+
 __global__ void roi_align_levels_forward_kernel(RoiLevels L, int n, int c, const float* __restrict__ rois, int num_rois,
                                                 int pooled, int sampling_ratio, float* __restrict__ y) {
   const size_t total = size_t(num_rois) * pooled * pooled * c;
   for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += size_t(gridDim.x) * blockDim.x) {
-    const int ch = int(e % size_t(c));
-    size_t t = e / size_t(c);
-    const int pw = int(t % size_t(pooled));
-    t /= size_t(pooled);
-    const int ph = int(t % size_t(pooled));
-    const int r = int(t / size_t(pooled));
-    const float* roi = rois + size_t(r) * 5;
-    const int l = roi_level(roi, L);
-    const RoiGeom g = roi_geom(roi, n, pooled, pooled, L.spatial_scale[l], sampling_ratio, false);
-    const int h = L.h[l], w = L.w[l];
-    y[e] = g.b < 0 || h <= 0 || w <= 0 ? 0.0f : pool_bin(L.x[l] + size_t(g.b) * h * w * c + ch, h, w, c, g, ph, pw);
+    const LevelElement le = level_element(e, L, n, c, pooled, sampling_ratio, rois);
+    const int h = L.h[le.level], w = L.w[le.level];
+    y[e] = le.g.b < 0 ? 0.0f : pool_bin(L.x[le.level] + size_t(le.g.b) * h * w * c + le.ch, h, w, c, le.g, le.ph, le.pw);
   }
 }
 
@@ -188,18 +200,10 @@ __global__ void roi_align_levels_backward_kernel(RoiLevels L, int n, int c, cons
                                                  const float* __restrict__ dy) {
   const size_t total = size_t(num_rois) * pooled * pooled * c;
   for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += size_t(gridDim.x) * blockDim.x) {
-    const int ch = int(e % size_t(c));
-    size_t t = e / size_t(c);
-    const int pw = int(t % size_t(pooled));
-    t /= size_t(pooled);
-    const int ph = int(t % size_t(pooled));
-    const int r = int(t / size_t(pooled));
-    const float* roi = rois + size_t(r) * 5;
-    const int l = roi_level(roi, L);
-    const RoiGeom g = roi_geom(roi, n, pooled, pooled, L.spatial_scale[l], sampling_ratio, false);
-    const int h = L.h[l], w = L.w[l];
-    if (g.b < 0 || h <= 0 || w <= 0) continue;
-    scatter_bin(L.dx[l] + size_t(g.b) * h * w * c + ch, h, w, c, g, ph, pw, dy[e]);
+    const LevelElement le = level_element(e, L, n, c, pooled, sampling_ratio, rois);
+    if (le.g.b < 0) continue;
+    const int h = L.h[le.level], w = L.w[le.level];
+    scatter_bin(L.dx[le.level] + size_t(le.g.b) * h * w * c + le.ch, h, w, c, le.g, le.ph, le.pw, dy[e]);
   }
 }
 
@@ -313,12 +317,19 @@ void rcnn_mask_targets(const float* rois, const int32_t* row_first, const int32_
   CUDA_CHECK_LAUNCH();
 }
 
-void roi_align_levels_forward(const RoiLevels& levels, int n, int c, const float* rois, int num_rois, int pooled,
-                              int sampling_ratio, float* y) {
+namespace {
+// The FPN ops' element count, after checking the level count.
+size_t levels_elements(const RoiLevels& levels, int c, int num_rois, int pooled) {
   if (levels.levels < 1 || levels.levels > kMaxRoiLevels)
     fail(__FILE__, __LINE__, "roi_align_levels", "levels outside [1, 8]");
-  const size_t total = size_t(num_rois > 0 ? num_rois : 0) * size_t(pooled > 0 ? pooled : 0) *
-                       size_t(pooled > 0 ? pooled : 0) * size_t(c > 0 ? c : 0);
+  const size_t p = size_t(pooled > 0 ? pooled : 0);
+  return size_t(num_rois > 0 ? num_rois : 0) * p * p * size_t(c > 0 ? c : 0);
+}
+}  // namespace
+
+void roi_align_levels_forward(const RoiLevels& levels, int n, int c, const float* rois, int num_rois, int pooled,
+                              int sampling_ratio, float* y) {
+  const size_t total = levels_elements(levels, c, num_rois, pooled);
   if (total == 0) return;
   roi_align_levels_forward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(levels, n, c, rois, num_rois, pooled,
                                                                                 sampling_ratio, y);
@@ -327,10 +338,7 @@ void roi_align_levels_forward(const RoiLevels& levels, int n, int c, const float
 
 void roi_align_levels_backward(const RoiLevels& levels, int n, int c, const float* rois, int num_rois, int pooled,
                                int sampling_ratio, const float* dy) {
-  if (levels.levels < 1 || levels.levels > kMaxRoiLevels)
-    fail(__FILE__, __LINE__, "roi_align_levels", "levels outside [1, 8]");
-  const size_t total = size_t(num_rois > 0 ? num_rois : 0) * size_t(pooled > 0 ? pooled : 0) *
-                       size_t(pooled > 0 ? pooled : 0) * size_t(c > 0 ? c : 0);
+  const size_t total = levels_elements(levels, c, num_rois, pooled);
   if (total == 0) return;
   roi_align_levels_backward_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(levels, n, c, rois, num_rois, pooled,
                                                                                  sampling_ratio, dy);

@@ -102,9 +102,8 @@ struct RpnOutputs {
 };
 RpnOutputs maskrcnn_rpn_forward(MaskRcnn& net, ParamStore& store, Arena& arena, const float* x, int n, bool train);
 // rois: [R, 5] (image index in the batch, x1, y1, x2, y2 in input pixels) in HOST memory, or with
-// rois_on_device in the model's device memory (as the step's sampler leaves them; a model with an
-// FPN then brings them to the host to choose each RoI's level, which waits for the device). Outputs
-// on the device:
+// rois_on_device in the model's device memory (as the step's sampler leaves them; nothing waits
+// for the device then, an FPN's level per RoI chosen by the op). Outputs on the device:
 struct BoxHeadOutputs {
   const float* cls_logits = nullptr;  // [R, classes]
   const float* deltas = nullptr;      // [R, classes * 4]
