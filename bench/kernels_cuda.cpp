@@ -1061,6 +1061,182 @@ Case rpn_proposals_case(int n, const std::vector<int>& level_anchors, int pre, i
   return r;
 }
 
+// ---- Mask R-CNN: the heads' RoI sampling and the mask rows' targets ----
+// Image i: `gts` instances (boxes of side 0.1 .. 0.4 of the image, 0/1 masks filling them) and
+// `proposals` proposals, a third of them jittered instance boxes (foreground), the rest random.
+struct RoiBatch {
+  std::vector<float> proposals, gt_boxes;
+  std::vector<int32_t> counts, gt_labels, gt_first{0};
+  std::vector<uint8_t> masks;
+};
+RoiBatch roi_batch(int n, int proposals, int gts, int side) {
+  RoiBatch b;
+  const float S = float(side);
+  for (int i = 0; i < n; ++i) {
+    const std::vector<float> g = random_boxes(gts, S, 0.1f * S, 0.4f * S, 120 + uint64_t(i));
+    b.gt_boxes.insert(b.gt_boxes.end(), g.begin(), g.end());
+    for (int k = 0; k < gts; ++k) {
+      b.gt_labels.push_back(1 + k % 80);
+      const size_t at = b.masks.size();
+      b.masks.resize(at + size_t(side) * side, 0);
+      for (int y = int(g[size_t(k) * 4 + 1]); y < int(g[size_t(k) * 4 + 3]); ++y)
+        for (int x = int(g[size_t(k) * 4]); x < int(g[size_t(k) * 4 + 2]); ++x) b.masks[at + size_t(y) * side + x] = 1;
+    }
+    b.gt_first.push_back(b.gt_first.back() + gts);
+    const std::vector<float> r = random_boxes(proposals, S, 0.02f * S, 0.5f * S, 130 + uint64_t(i));
+    const std::vector<float> jitter = randf(size_t(proposals) * 4, 140 + uint64_t(i), -0.03f * S, 0.03f * S);
+    for (int j = 0; j < proposals; ++j) {
+      float box[4];
+      for (int c = 0; c < 4; ++c)
+        box[c] = j % 3 == 0 ? std::clamp(g[size_t(j % gts) * 4 + c] + jitter[size_t(j) * 4 + c], 0.0f, S)
+                            : r[size_t(j) * 4 + c];
+      if (box[2] <= box[0] + 1.0f || box[3] <= box[1] + 1.0f) std::copy(&r[size_t(j) * 4], &r[size_t(j) * 4] + 4, box);
+      b.proposals.insert(b.proposals.end(), box, box + 4);
+    }
+    b.counts.push_back(proposals);
+  }
+  return b;
+}
+
+// Sampling (mask_rows 0) or, after it, the mask rows' targets (mask_rows per image).
+Case roi_sample_case(int n, int proposals, int gts, int batch, int side, int mask_rows, const char* label) {
+  const RoiBatch b = roi_batch(n, proposals, gts, side);
+  const RoiSampling spec{batch, 0.25f, 0.5f, 0.5f, 0.0f, 7, 11, 1000};
+  const int R = n * batch, F = n * mask_rows, M = 28;
+  auto prop = on_gpu(std::vector<float>(b.proposals));
+  auto gtb = on_gpu(std::vector<float>(b.gt_boxes));
+  auto cnt = on_gpu(std::vector<int32_t>(b.counts));
+  auto gtl = on_gpu(std::vector<int32_t>(b.gt_labels));
+  auto gtf = on_gpu(std::vector<int32_t>(b.gt_first));
+  auto masks = on_gpu(std::vector<uint8_t>(b.masks));
+  auto rois = on_gpu(std::vector<float>(size_t(R) * 5, 0.0f)), deltas = on_gpu(std::vector<float>(size_t(R) * 4, 0.0f));
+  auto rf = on_gpu(std::vector<int32_t>(size_t(n) + 1, 0)), ff = on_gpu(std::vector<int32_t>(size_t(n) + 1, 0));
+  auto lab = on_gpu(std::vector<int32_t>(size_t(R), 0)), mat = on_gpu(std::vector<int32_t>(size_t(R), 0));
+  auto mrois = on_gpu(std::vector<float>(size_t(F) * 5, 0.0f));
+  auto mfirst = on_gpu(std::vector<int32_t>(size_t(n) + 1, 0)), mlab = on_gpu(std::vector<int32_t>(size_t(F), 0));
+  auto targets = on_gpu(std::vector<uint8_t>(size_t(F) * M * M, 0));
+  auto arena = gpu_arena(G().rcnn_sample_rois_scratch_floats(n, proposals, gts));
+  const bool masks_case = mask_rows > 0;
+  char shape[112];
+  if (masks_case)
+    std::snprintf(shape, sizeof shape, "n%d x %d rows, %dx%d masks of %dx%d %s", n, mask_rows, M, M, side, side, label);
+  else
+    std::snprintf(shape, sizeof shape, "n%d, %d proposals + %d gts -> %d %s", n, proposals, gts, batch, label);
+  Case r{masks_case ? "rcnn_mask_targets" : "rcnn_sample_rois", shape};
+  const auto sample = [=] {
+    G().rcnn_sample_rois(spec, prop->d(), cnt->d(), proposals, gtb->d(), gtl->d(), gtf->d(), n, gts, R, rois->d(),
+                         rf->d(), ff->d(), lab->d(), mat->d(), deltas->d(), *arena);
+  };
+  const auto targets_of = [=] {
+    G().rcnn_mask_targets(rois->d(), rf->d(), ff->d(), lab->d(), mat->d(), n, mask_rows, masks->d(), gtf->d(), side,
+                          side, M, F, mrois->d(), mfirst->d(), mlab->d(), targets->d());
+  };
+  if (masks_case) {
+    // The rows' RoIs and labels read, each target pixel's samples (about 2x2 per bin at these
+    // sizes) gathered from the instance's bytes, the bytes written.
+    r.bytes = double(F) * M * M * (1.0 + 16.0) + kF * 7.0 * F;
+    r.flops = double(F) * M * M * 4 * 12;
+    r.run = [=] { targets_of(); };
+  } else {
+    // Every candidate's IoU with its image's instances; the rows written.
+    const double cand = double(n) * (proposals + gts);
+    r.bytes = kF * (4.0 * cand + 3.0 * cand + 10.0 * R);
+    r.flops = cand * gts * 12.0;
+    r.run = [=] { sample(); };
+  }
+  r.check = [=] {
+    sample();
+    targets_of();
+    const int N1 = n + 1;
+    const size_t n1 = static_cast<size_t>(N1), rows = static_cast<size_t>(R), mrows = static_cast<size_t>(F);
+    std::vector<float> wr(rows * 5), wd(rows * 4), wmr(mrows * 5);
+    std::vector<int32_t> wrf(n1), wff(n1), wl(rows), wm(rows), wmf(n1), wml(mrows);
+    std::vector<uint8_t> wt(mrows * M * M);
+    Arena ca = cpu_arena(C().rcnn_sample_rois_scratch_floats(n, proposals, gts));
+    C().rcnn_sample_rois(spec, b.proposals.data(), b.counts.data(), proposals, b.gt_boxes.data(), b.gt_labels.data(),
+                         b.gt_first.data(), n, gts, R, wr.data(), wrf.data(), wff.data(), wl.data(), wm.data(),
+                         wd.data(), ca);
+    size_t wrong = count_unequal("rcnn_sample_rois row_first", rf->download(), wrf) +
+                   count_unequal("rcnn_sample_rois fg_first", ff->download(), wff) +
+                   count_unequal("rcnn_sample_rois labels", lab->download(), wl) +
+                   count_unequal("rcnn_sample_rois rois", rois->download(), wr) +
+                   count_wrong("rcnn_sample_rois deltas", deltas->download(), wd, 1e-6, 1e-6);
+    if (masks_case) {
+      C().rcnn_mask_targets(wr.data(), wrf.data(), wff.data(), wl.data(), wm.data(), n, mask_rows, b.masks.data(),
+                            b.gt_first.data(), side, side, M, F, wmr.data(), wmf.data(), wml.data(), wt.data());
+      wrong += count_unequal("rcnn_mask_targets mask_first", mfirst->download(), wmf) +
+               count_unequal("rcnn_mask_targets targets", targets->download(), wt);
+    }
+    return wrong;
+  };
+  return r;
+}
+
+// ---- Mask R-CNN: RoIAlign over the FPN's levels (each RoI's level chosen by the op) ----
+Case roi_align_levels_case(bool backward, int n, int side, int c, int count, int pooled, const char* label) {
+  constexpr int kSampling = 2, kLevels = 4;
+  RoiLevels L;
+  L.levels = kLevels;
+  std::vector<std::shared_ptr<DevF>> maps;
+  double nx = 0.0;  // the levels' values, all of them
+  for (int l = 0; l < kLevels; ++l) {
+    const int stride = 4 << l, hw = side / stride;
+    L.h[l] = L.w[l] = hw;
+    L.spatial_scale[l] = 1.0f / float(stride);
+    maps.push_back(on_gpu(randf(size_t(n) * hw * hw * c, 150 + uint64_t(l))));
+    nx += double(n) * hw * hw * c;
+  }
+  const size_t ny = size_t(count) * pooled * pooled * c;
+  auto dy = on_gpu(randf(ny, 155)), out = on_gpu(std::vector<float>(ny, 0.0f));
+  const std::vector<float> boxes = random_boxes(count, float(side), 16.0f, 0.7f * float(side), 156);
+  const std::vector<int32_t> image = randi(count, 157, n);
+  std::vector<float> rh;
+  for (int i = 0; i < count; ++i) {
+    rh.push_back(float(image[size_t(i)]));
+    rh.insert(rh.end(), boxes.begin() + i * 4, boxes.begin() + i * 4 + 4);
+  }
+  auto rois = on_gpu(std::move(rh));
+  RoiLevels gl = L;
+  for (int l = 0; l < kLevels; ++l) gl.x[l] = gl.dx[l] = maps[size_t(l)]->d();
+  char shape[112];
+  std::snprintf(shape, sizeof shape, "%d RoIs %dx%d of n%d P2..P5 of %dx%dx%d %s", count, pooled, pooled, n, side, side,
+                c, label);
+  Case r{backward ? "roi_align_levels_backward" : "roi_align_levels_forward", shape};
+  // As roi_align_case: the outputs (or their gradients), the RoIs, and the maps read once (backward:
+  // read and written).
+  r.bytes = kF * (double(ny) + 5.0 * count + (backward ? 2.0 : 1.0) * nx);
+  r.flops = double(ny) * (kSampling * kSampling * 8 + 1);
+  r.run = [=] {
+    if (backward)
+      G().roi_align_levels_backward(gl, n, c, rois->d(), count, pooled, kSampling, dy->d());
+    else
+      G().roi_align_levels_forward(gl, n, c, rois->d(), count, pooled, kSampling, out->d());
+  };
+  r.check = [=] {
+    RoiLevels cl = L;
+    std::vector<std::vector<float>> want;
+    for (int l = 0; l < kLevels; ++l) {
+      maps[size_t(l)]->reset();
+      want.push_back(maps[size_t(l)]->host);
+    }
+    for (int l = 0; l < kLevels; ++l) cl.x[l] = cl.dx[l] = want[size_t(l)].data();
+    out->reset();
+    r.run();
+    if (backward) {
+      C().roi_align_levels_backward(cl, n, c, rois->host.data(), count, pooled, kSampling, dy->host.data());
+      size_t wrong = 0;
+      for (int l = 0; l < kLevels; ++l)
+        wrong += count_wrong_scaled("roi_align_levels_backward dx (atomic adds)", maps[size_t(l)]->download(),
+                                    want[size_t(l)], 1e-4, 1e-5);
+      return wrong;
+    }
+    std::vector<float> wy(ny);
+    C().roi_align_levels_forward(cl, n, c, rois->host.data(), count, pooled, kSampling, wy.data());
+    return count_wrong_scaled("roi_align_levels_forward y", out->download(), wy, 1e-5, 1e-6);
+  };
+  return r;
+}
+
 // ---- Mask R-CNN: the RPN's loss over the sampled anchors ----
 Case rpn_loss_case(int n, int A, int per_image, const char* label) {
   std::vector<int32_t> index, sample_first{0}, positive_first{0};
@@ -1498,6 +1674,13 @@ std::vector<Entry> all_entries() {
   add("rcnn_box_loss", [] { return box_loss_case(2, 512, 81, "maskrcnn ref"); });
   add("rcnn_mask_loss", [] { return mask_loss_case(16, 16, 28, 11, "maskrcnn mini"); });
   add("rcnn_mask_loss", [] { return mask_loss_case(2, 128, 28, 81, "maskrcnn ref"); });
+  add("rcnn_sample_rois", [] { return roi_sample_case(16, 100, 4, 64, 96, 0, "maskrcnn mini"); });
+  add("rcnn_sample_rois", [] { return roi_sample_case(2, 2000, 20, 512, 800, 0, "maskrcnn ref"); });
+  add("rcnn_mask_targets", [] { return roi_sample_case(16, 100, 4, 64, 96, 16, "maskrcnn mini"); });
+  add("rcnn_mask_targets", [] { return roi_sample_case(2, 2000, 20, 512, 800, 128, "maskrcnn ref"); });
+  for (bool bwd : {false, true})
+    add(bwd ? "roi_align_levels_backward" : "roi_align_levels_forward",
+        [bwd] { return roi_align_levels_case(bwd, 2, 800, 256, 1024, 7, "maskrcnn ref box head"); });
   // SSD300 (8732 priors, 81 classes, up to 20 gts an image) and mini (846 priors, 11 classes, 1 to 4
   // items a scene), 32 images per GPU; the workload's IoU 0.5, variances 0.1 / 0.2 (ssd_config.h), 3
   // negatives per positive, and its eval's score threshold 0.05, NMS IoU 0.5, top 200, 200 / 100 dets.
