@@ -641,7 +641,8 @@ void rcnn_sample_rois(const RoiSampling& s, const float* proposal_boxes, const i
     MLPD_CHECK(P >= 0 && P <= max_proposals, "rcnn_sample_rois: a proposal count outside [0, max_proposals]");
     MLPD_CHECK(G >= 0 && G <= max_gts, "rcnn_sample_rois: an image's gt count outside [0, max_gts]");
     const float* gts = gt_boxes + size_t(g0) * 4;
-    for (int g = 0; g < G; ++g) MLPD_CHECK(gt_labels[g0 + g] >= 1, "rcnn_sample_rois: a ground-truth label is not >= 1");
+    for (int g = 0; g < G; ++g)
+      MLPD_CHECK(gt_labels[g0 + g] >= 1, "rcnn_sample_rois: a ground-truth label is not >= 1");
     const auto candidate = [&](int c) {
       return c < P ? proposal_boxes + (size_t(i) * max_proposals + size_t(c)) * 4 : gts + size_t(c - P) * 4;
     };

@@ -176,7 +176,8 @@ void rcnn_mask_targets(const float* rois, const int32_t* row_first, const int32_
     for (const int r : order) {
       const float* roi = rois + size_t(r0 + r) * 5;
       const int g = matched[r0 + r];
-      MLPD_CHECK(g >= 0 && g < gt_first[i + 1] - gt_first[i], "rcnn_mask_targets: a foreground row without its instance");
+      MLPD_CHECK(g >= 0 && g < gt_first[i + 1] - gt_first[i],
+                 "rcnn_mask_targets: a foreground row without its instance");
       std::copy(roi, roi + 5, mask_rois + size_t(o0 + r) * 5);
       mask_labels[o0 + r] = labels[r0 + r];
       if (g != converted) {

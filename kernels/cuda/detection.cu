@@ -887,8 +887,9 @@ __device__ __forceinline__ const float* roi_candidate(const float* proposal_boxe
 // background lists in candidate order (block_count), then one thread draws both samples. taken [n, 2]:
 // the foreground and background drawn; -1, 0 for an image outside the contract.
 __global__ void __launch_bounds__(kBlock)
-    roi_sample_kernel(RoiSampling s, int max_fg, const float* __restrict__ proposal_boxes, const int32_t* __restrict__ proposal_count,
-                      int max_proposals, const float* __restrict__ gt_boxes, const int32_t* __restrict__ gt_labels,
+    roi_sample_kernel(RoiSampling s, int max_fg, const float* __restrict__ proposal_boxes,
+                      const int32_t* __restrict__ proposal_count, int max_proposals,
+                      const float* __restrict__ gt_boxes, const int32_t* __restrict__ gt_labels,
                       const int32_t* __restrict__ gt_first, int max_gts, int C, int32_t* __restrict__ match,
                       int32_t* __restrict__ fg, int32_t* __restrict__ bg, int32_t* __restrict__ taken) {
   __shared__ int s_bad;
@@ -960,8 +961,9 @@ __global__ void __launch_bounds__(kBlock)
                     int max_proposals, const float* __restrict__ gt_boxes, const int32_t* __restrict__ gt_labels,
                     const int32_t* __restrict__ gt_first, int C, const int32_t* __restrict__ match,
                     const int32_t* __restrict__ fg, const int32_t* __restrict__ bg, const int32_t* __restrict__ taken,
-                    const int32_t* __restrict__ row_first, const int32_t* __restrict__ fg_first, float* __restrict__ rois,
-                    int32_t* __restrict__ labels, int32_t* __restrict__ matched, float* __restrict__ target_deltas) {
+                    const int32_t* __restrict__ row_first, const int32_t* __restrict__ fg_first,
+                    float* __restrict__ rois, int32_t* __restrict__ labels, int32_t* __restrict__ matched,
+                    float* __restrict__ target_deltas) {
   const int img = int(blockIdx.x);
   const int r0 = row_first[img], t0 = fg_first[img];
   if (taken[2 * img] < 0) {
@@ -1246,7 +1248,8 @@ void rcnn_box_loss(const float* cls_logits, const float* box_deltas, int n, int 
 }
 
 size_t rcnn_sample_rois_scratch_floats(int n, int max_proposals, int max_gts) {
-  const size_t N = size_t(n > 0 ? n : 0), C = size_t(max_proposals > 0 ? max_proposals : 0) + size_t(max_gts > 0 ? max_gts : 0);
+  const size_t N = size_t(n > 0 ? n : 0),
+               C = size_t(max_proposals > 0 ? max_proposals : 0) + size_t(max_gts > 0 ? max_gts : 0);
   return 3 * floats_for_bytes(N * C * sizeof(int32_t)) + floats_for_bytes(2 * N * sizeof(int32_t));
 }
 
@@ -1261,7 +1264,8 @@ void rcnn_sample_rois(const RoiSampling& s, const float* proposal_boxes, const i
     fail(__FILE__, __LINE__, "rcnn_sample_rois", "pos_fraction outside [0, 1]");
   if (s.key + uint64_t(n) > kSampleMaxKey)
     fail(__FILE__, __LINE__, "rcnn_sample_rois", "sampling key must stay below 2^44");
-  if (int64_t(max_rows) < int64_t(n) * s.batch) fail(__FILE__, __LINE__, "rcnn_sample_rois", "max_rows below n * batch");
+  if (int64_t(max_rows) < int64_t(n) * s.batch)
+    fail(__FILE__, __LINE__, "rcnn_sample_rois", "max_rows below n * batch");
   const size_t R = size_t(max_rows > 0 ? max_rows : 0);
   CUDA_CHECK(cudaMemsetAsync(rois, 0, R * 5 * sizeof(float), stream()));
   CUDA_CHECK(cudaMemsetAsync(labels, 0, R * sizeof(int32_t), stream()));

@@ -191,7 +191,8 @@ __global__ void roi_align_levels_forward_kernel(RoiLevels L, int n, int c, const
   for (size_t e = size_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += size_t(gridDim.x) * blockDim.x) {
     const LevelElement le = level_element(e, L, n, c, pooled, sampling_ratio, rois);
     const int h = L.h[le.level], w = L.w[le.level];
-    y[e] = le.g.b < 0 ? 0.0f : pool_bin(L.x[le.level] + size_t(le.g.b) * h * w * c + le.ch, h, w, c, le.g, le.ph, le.pw);
+    y[e] =
+        le.g.b < 0 ? 0.0f : pool_bin(L.x[le.level] + size_t(le.g.b) * h * w * c + le.ch, h, w, c, le.g, le.ph, le.pw);
   }
 }
 

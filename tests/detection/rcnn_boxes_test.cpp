@@ -693,7 +693,8 @@ TEST(RcnnRoiSample, BatchOpPacksTheImagesSamplesAndTheirMaskTargets) {
   std::vector<uint8_t> masks(3 * 100 * 100, 0);
   for (int g = 0; g < 3; ++g)
     for (int y = int(gt_boxes[size_t(g) * 4 + 1]); y < int(gt_boxes[size_t(g) * 4 + 3]); ++y)
-      for (int x = int(gt_boxes[size_t(g) * 4]); x < int(gt_boxes[size_t(g) * 4 + 2]); ++x) masks[(g * 100 + y) * 100 + x] = 1;
+      for (int x = int(gt_boxes[size_t(g) * 4]); x < int(gt_boxes[size_t(g) * 4 + 2]); ++x)
+        masks[(g * 100 + y) * 100 + x] = 1;
   const int per_image = 1, m = 4, F = n * per_image;
   std::vector<float> mask_rois(size_t(F) * 5, -1.0f);
   std::vector<int32_t> mask_first(n + 1), mask_labels(size_t(F), 5);
@@ -703,7 +704,8 @@ TEST(RcnnRoiSample, BatchOpPacksTheImagesSamplesAndTheirMaskTargets) {
                     mask_labels.data(), targets.data());
   for (int i = 0; i < n; ++i) {
     const int g0 = gt_first[size_t(i)], G = gt_first[size_t(i) + 1] - g0;
-    const RoiSample s = sample_rois(spec, p, gt_boxes.data() + size_t(g0) * 4, gt_labels.data() + g0, G, 42, 9, 7 + uint64_t(i));
+    const RoiSample s =
+        sample_rois(spec, p, gt_boxes.data() + size_t(g0) * 4, gt_labels.data() + g0, G, 42, 9, 7 + uint64_t(i));
     const int r0 = row_first[size_t(i)];
     ASSERT_EQ(row_first[size_t(i) + 1] - r0, s.count()) << "image " << i;
     ASSERT_EQ(fg_first[size_t(i) + 1] - fg_first[size_t(i)], s.foreground) << "image " << i;

@@ -6,7 +6,8 @@
 #   the step's loss once, after queuing the optimizer (every workload: 1; the loss ops add their
 #   sums on the device, src/workloads/step_loss.h, and gnmt's gradient clipping works its ratio out
 #   there; maskrcnn samples the heads' RoIs and makes the mask targets on the device).
-# - The place: no wait inside a workload's forward and backward (its train_step). Each wait's call stack (MLPD_EMULATE_HOST_WAITS) is named with addr2line, and a site
+# - The place: no wait inside a workload's forward and backward (its train_step). Each wait's
+#   call stack (MLPD_EMULATE_HOST_WAITS) is named with addr2line, and a site
 #   counts when it waits in the steps after the first (buffers that grow once are not a step's).
 source "$(dirname "$0")/../cli/lib/common.bash" "$@"
 BENCH=$BUILD/bench/bench_train

@@ -662,7 +662,8 @@ SamplerBatch sampler_batch(const RoiSampleCase& k, int32_t bad_label_image = -1)
     const auto lab = random_indices(size_t(G), 960 + uint64_t(i), 10);
     for (int g = 0; g < G; ++g) {
       const float x1 = std::floor(0.6f * S * u[size_t(g) * 4]), y1 = std::floor(0.6f * S * u[size_t(g) * 4 + 1]);
-      const float w = 4.0f + std::floor(0.35f * S * u[size_t(g) * 4 + 2]), h = 4.0f + std::floor(0.35f * S * u[size_t(g) * 4 + 3]);
+      const float w = 4.0f + std::floor(0.35f * S * u[size_t(g) * 4 + 2]),
+                  h = 4.0f + std::floor(0.35f * S * u[size_t(g) * 4 + 3]);
       b.gt_boxes.insert(b.gt_boxes.end(), {x1, y1, std::min(x1 + w, S), std::min(y1 + h, S)});
       b.gt_labels.push_back(i == bad_label_image ? 0 : 1 + lab[size_t(g)]);
       const float* box = &b.gt_boxes[b.gt_boxes.size() - 4];
@@ -717,8 +718,11 @@ TEST_P(RcnnRoiSampleGpu, SamplesAndMaskTargetsMatchTheCpu) {
   const SamplerBatch b = sampler_batch(k);
   const RoiSampling spec = sampler_spec(k.batch);
   const int R = k.n * k.batch + 3, N1 = k.n + 1;
-  SampleOut c{std::vector<float>(size_t(R) * 5, kJunk), std::vector<float>(size_t(R) * 4, kJunk),
-              std::vector<int32_t>(static_cast<size_t>(N1)), std::vector<int32_t>(static_cast<size_t>(N1)), std::vector<int32_t>(size_t(R), 7),
+  SampleOut c{std::vector<float>(size_t(R) * 5, kJunk),
+              std::vector<float>(size_t(R) * 4, kJunk),
+              std::vector<int32_t>(static_cast<size_t>(N1)),
+              std::vector<int32_t>(static_cast<size_t>(N1)),
+              std::vector<int32_t>(size_t(R), 7),
               std::vector<int32_t>(size_t(R), 7)};
   Arena ca = cpu_scratch(cpu().rcnn_sample_rois_scratch_floats(k.n, k.max_proposals, k.max_gts));
   cpu().rcnn_sample_rois(spec, b.proposals.data(), b.counts.data(), k.max_proposals, b.gt_boxes.data(),
@@ -742,9 +746,10 @@ TEST_P(RcnnRoiSampleGpu, SamplesAndMaskTargetsMatchTheCpu) {
   for (uint8_t t : ctargets) ones += t;
   EXPECT_GT(ones, 0) << "some mask target pixels are 1";
   for (int run = 0; run < 2; ++run) {
-    DeviceBuffer<float> rois(std::vector<float>(c.rois.size(), kJunk)), deltas(std::vector<float>(c.deltas.size(), kJunk));
-    DeviceBuffer<int32_t> rf(static_cast<size_t>(N1)), ff(static_cast<size_t>(N1)), labels(std::vector<int32_t>(size_t(R), 7)),
-        matched(std::vector<int32_t>(size_t(R), 7));
+    DeviceBuffer<float> rois(std::vector<float>(c.rois.size(), kJunk)),
+        deltas(std::vector<float>(c.deltas.size(), kJunk));
+    DeviceBuffer<int32_t> rf(static_cast<size_t>(N1)), ff(static_cast<size_t>(N1)),
+        labels(std::vector<int32_t>(size_t(R), 7)), matched(std::vector<int32_t>(size_t(R), 7));
     gpu().rcnn_sample_rois(spec, gprop.get(), gcount.get(), k.max_proposals, ggt.get(), glab.get(), gfirst.get(), k.n,
                            k.max_gts, R, rois.get(), rf.get(), ff.get(), labels.get(), matched.get(), deltas.get(), ga);
     EXPECT_TRUE(same_values("row_first", rf.download(), c.row_first));
@@ -770,7 +775,7 @@ TEST_P(RcnnRoiSampleGpu, SamplesAndMaskTargetsMatchTheCpu) {
 INSTANTIATE_TEST_SUITE_P(Shapes, RcnnRoiSampleGpu,
                          ::testing::Values(RoiSampleCase{4, 100, 5, 64, 16, 64},      // maskrcnn_mini-like
                                            RoiSampleCase{2, 1000, 20, 512, 128, 96},  // more candidates than a block
-                                           RoiSampleCase{3, 40, 3, 64, 4, 32}),       // fewer candidates than the sample
+                                           RoiSampleCase{3, 40, 3, 64, 4, 32}),  // fewer candidates than the sample
                          [](const ::testing::TestParamInfo<RoiSampleCase>& i) {
                            return cat("n", i.param.n, "_p", i.param.max_proposals, "_b", i.param.batch);
                          });
@@ -786,7 +791,8 @@ TEST_F(GpuDetectionOps, RoiSamplerMarksAnImageWithABadLabel) {
   const RoiSampling spec = sampler_spec(k.batch);
   const int R = k.n * k.batch, N1 = k.n + 1;
   std::vector<float> rois(static_cast<size_t>(R) * 5), deltas(static_cast<size_t>(R) * 4);
-  std::vector<int32_t> rf(static_cast<size_t>(N1)), ff(static_cast<size_t>(N1)), labels(static_cast<size_t>(R)), matched(static_cast<size_t>(R));
+  std::vector<int32_t> rf(static_cast<size_t>(N1)), ff(static_cast<size_t>(N1)), labels(static_cast<size_t>(R)),
+      matched(static_cast<size_t>(R));
   Arena ca = cpu_scratch(0);
   EXPECT_THROW(cpu().rcnn_sample_rois(spec, b.proposals.data(), b.counts.data(), k.max_proposals, b.gt_boxes.data(),
                                       b.gt_labels.data(), b.gt_first.data(), k.n, k.max_gts, R, rois.data(), rf.data(),
@@ -798,7 +804,8 @@ TEST_F(GpuDetectionOps, RoiSamplerMarksAnImageWithABadLabel) {
   const DeviceBuffer<float> gprop(b.proposals), ggt(b.gt_boxes);
   const DeviceBuffer<int32_t> gcount(b.counts), glab(b.gt_labels), gfirst(b.gt_first);
   DeviceBuffer<float> grois(static_cast<size_t>(R) * 5), gdeltas(static_cast<size_t>(R) * 4);
-  DeviceBuffer<int32_t> grf(static_cast<size_t>(N1)), gff(static_cast<size_t>(N1)), glabels(static_cast<size_t>(R)), gmatched(static_cast<size_t>(R));
+  DeviceBuffer<int32_t> grf(static_cast<size_t>(N1)), gff(static_cast<size_t>(N1)), glabels(static_cast<size_t>(R)),
+      gmatched(static_cast<size_t>(R));
   Arena ga = gpu_scratch(gpu().rcnn_sample_rois_scratch_floats(k.n, k.max_proposals, k.max_gts));
   gpu().rcnn_sample_rois(spec, gprop.get(), gcount.get(), k.max_proposals, ggt.get(), glab.get(), gfirst.get(), k.n,
                          k.max_gts, R, grois.get(), grf.get(), gff.get(), glabels.get(), gmatched.get(), gdeltas.get(),

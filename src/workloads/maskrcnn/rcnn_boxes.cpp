@@ -162,7 +162,8 @@ RpnSample sample_rpn_targets(const RpnTargetSpec& spec, const float* anchors, in
       neg.push_back(i);
     }
   }
-  draw_without_replacement(pos, sample_max_positives(spec.batch, spec.pos_fraction), seed, stream, key * kSampleKeyCounters);
+  draw_without_replacement(pos, sample_max_positives(spec.batch, spec.pos_fraction), seed, stream,
+                           key * kSampleKeyCounters);
   draw_without_replacement(neg, spec.batch - static_cast<int>(pos.size()), seed, stream,
                            key * kSampleKeyCounters + kSampleNegativeCounters);
   RpnSample s;
@@ -258,7 +259,8 @@ std::vector<float> mask_targets(const RoiSample& s, const std::vector<const uint
                                 int m) {
   MLPD_CHECK(m > 0 && img_h > 0 && img_w > 0, "mask_targets: empty grid or image");
   const int F = s.foreground, G = static_cast<int>(masks.size());
-  MLPD_CHECK(F >= 0 && F <= s.count() && s.rois.size() == size_t(s.count()) * 4, "mask_targets: inconsistent RoiSample");
+  MLPD_CHECK(F >= 0 && F <= s.count() && s.rois.size() == size_t(s.count()) * 4,
+             "mask_targets: inconsistent RoiSample");
   for (int r = 0; r < F; ++r) {
     const int g = s.matched[size_t(r)];
     MLPD_CHECK(g >= 0 && g < G && masks[size_t(g)] != nullptr, "mask_targets: a foreground RoI's instance has no mask");
