@@ -11,6 +11,7 @@
 
 #include "../nn/maskrcnn_tiny_spec.h"
 #include "gpu_test_util.h"
+#include "maskrcnn_gpu_util.h"
 #include "workloads/maskrcnn/maskrcnn_model.h"
 
 namespace mlpd {
@@ -32,16 +33,10 @@ Result run_on(Device device, Precision precision, bool fpn, bool rois_on_device 
   spec.max_rois = 4;
   spec.device = device;
   spec.precision = precision;
-  ParamStore store;
-  std::unique_ptr<MaskRcnn> net = build_maskrcnn(spec, store);
-  finalize_params(store);
-  init_maskrcnn(*net, store, 3);
-  Rng r{5, 99};  // larger than the init, so every path carries a visible gradient
-  for (float& p : store.params) p += 0.3f * (2.0f * r.uniform() - 1.0f);
-  place_store_on(store, device);
-  zero_grads(store);
-  Arena arena;
-  arena_init_on(device, arena, maskrcnn_arena_bytes(*net));
+  const std::unique_ptr<gpu_test::PlacedMaskRcnn> m = gpu_test::placed_maskrcnn(spec);
+  ParamStore& store = m->store;
+  MaskRcnn* net = m->net.get();
+  Arena& arena = m->arena;
 
   const std::vector<float> x = random_floats(size_t(2) * spec.in_h * spec.in_w, 1);
   const std::vector<float> box_rois{0, 1.5f, 2.0f, 11.0f, 9.5f, 1, 4.0f,  3.0f,  14.5f, 15.0f,
@@ -80,8 +75,7 @@ Result run_on(Device device, Precision precision, bool fpn, bool rois_on_device 
     }
   }
   maskrcnn_backward(*net, store, arena, {g[0], g[1], g[2], g[3], g[4]}, [](size_t) {});
-  res.grads.assign(store.param_count, 0.0f);
-  copy_to_host(device, res.grads.data(), grads_data(store), res.grads.size() * sizeof(float));
+  res.grads = gpu_test::host_grads(store);
   res.views = store.views;
   return res;
 }
@@ -98,14 +92,7 @@ void expect_gpu_matches_cpu(Precision precision, bool fpn, bool rois_on_device =
     EXPECT_TRUE(gpu_test::all_close(gpu_test::cat("output ", i), gpu.outputs[i], cpu.outputs[i], 0.0,
                                     rel * largest + 1e-6));
   }
-  ASSERT_EQ(cpu.grads.size(), gpu.grads.size());
-  for (const ParamView& v : cpu.views) {
-    const std::vector<float> want(cpu.grads.begin() + long(v.offset), cpu.grads.begin() + long(v.offset + v.count));
-    const std::vector<float> got(gpu.grads.begin() + long(v.offset), gpu.grads.begin() + long(v.offset + v.count));
-    float largest = 0.0f;
-    for (float w : want) largest = std::max(largest, std::fabs(w));
-    EXPECT_TRUE(gpu_test::all_close(v.name, got, want, 0.0, rel * largest + 1e-7));
-  }
+  gpu_test::expect_views_close(cpu.views, gpu.grads, cpu.grads, rel);
 }
 
 using GpuMaskRcnnModel = gpu_test::GpuTest;

@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "gpu_test_util.h"
 #include "kernels/device.h"
+#include "maskrcnn_gpu_util.h"
 #include "workloads/maskrcnn/maskrcnn_step.h"
 
 using namespace mlpd;
@@ -73,25 +74,15 @@ StepResult step_on(Device device, const Scene& s) {
   train.proposals.post_nms_topk = 6;  // with the ground truth, fewer candidates than the 16 RoIs
   train.rois.batch = 16;
   train.seed = 5;
-  ParamStore store;
-  std::unique_ptr<MaskRcnn> net = build_maskrcnn(spec, store);
-  finalize_params(store);
-  init_maskrcnn(*net, store, 3);
-  Rng r{5, 99};  // larger than the init, so every path carries a visible gradient
-  for (float& p : store.params) p += 0.3f * (2.0f * r.uniform() - 1.0f);
-  place_store_on(store, device);
-  zero_grads(store);
-  Arena arena;
-  arena_init_on(device, arena, maskrcnn_arena_bytes(*net));
-  MaskRcnnStepBuffers buffers = make_step_buffers(*net, train.rpn, {train.proposals});
+  const std::unique_ptr<gpu_test::PlacedMaskRcnn> m = gpu_test::placed_maskrcnn(spec);
+  MaskRcnnStepBuffers buffers = make_step_buffers(*m->net, train.rpn, {train.proposals});
   DeviceBytes terms = alloc_on(device, sizeof(double) * kMaskRcnnLossTerms);
   StepResult res;
-  res.rows = maskrcnn_train_batch(*net, store, arena, buffers, train, s.x.data(), kImages, s.targets, 11,
+  res.rows = maskrcnn_train_batch(*m->net, m->store, m->arena, buffers, train, s.x.data(), kImages, s.targets, 11,
                                   1.0f / kImages, as<double>(terms), [](size_t) {});
   copy_to_host(device, res.terms, as<double>(terms), sizeof(res.terms));
-  res.grads.assign(store.param_count, 0.0f);
-  copy_to_host(device, res.grads.data(), grads_data(store), res.grads.size() * sizeof(float));
-  res.views = store.views;
+  res.grads = gpu_test::host_grads(m->store);
+  res.views = m->store.views;
   return res;
 }
 
@@ -109,14 +100,7 @@ TEST_F(GpuMaskRcnnStep, FpnStepWithDeviceSamplingMatchesTheCpu) {
     EXPECT_GT(cpu.terms[i], 0.0) << names[i];
     EXPECT_NEAR(gpu.terms[i], cpu.terms[i], 1e-4 * std::fabs(cpu.terms[i]) + 1e-7) << names[i];
   }
-  ASSERT_EQ(cpu.grads.size(), gpu.grads.size());
-  for (const ParamView& v : cpu.views) {
-    const std::vector<float> want(cpu.grads.begin() + long(v.offset), cpu.grads.begin() + long(v.offset + v.count));
-    const std::vector<float> got(gpu.grads.begin() + long(v.offset), gpu.grads.begin() + long(v.offset + v.count));
-    float largest = 0.0f;
-    for (float w : want) largest = std::max(largest, std::fabs(w));
-    EXPECT_TRUE(gpu_test::all_close(v.name, got, want, 0.0, 2e-3 * largest + 1e-7));
-  }
+  gpu_test::expect_views_close(cpu.views, gpu.grads, cpu.grads, 2e-3);
 }
 
 }  // namespace
