@@ -919,6 +919,19 @@ std::vector<float> random_boxes(int count, float side, float lo, float hi, uint6
   return b;
 }
 
+// RoIs [count, 5] (image in [0, n), box) in input pixels: random_boxes on `stream`, the images on
+// stream + 1.
+std::vector<float> random_rois(int count, int n, float side, float lo, float hi, uint64_t stream) {
+  const std::vector<float> boxes = random_boxes(count, side, lo, hi, stream);
+  const std::vector<int32_t> image = randi(count, stream + 1, n);
+  std::vector<float> rois;
+  for (int i = 0; i < count; ++i) {
+    rois.push_back(float(image[size_t(i)]));
+    rois.insert(rois.end(), boxes.begin() + i * 4, boxes.begin() + i * 4 + 4);
+  }
+  return rois;
+}
+
 // ---- Mask R-CNN: RoIAlign (sampling ratio 2, aligned false: MLPerf v0.7's) ----
 Case roi_align_case(bool backward, int n, int hw, int c, int stride, int count, int pooled, float lo, float hi,
                     const char* label) {
@@ -926,15 +939,7 @@ Case roi_align_case(bool backward, int n, int hw, int c, int stride, int count, 
   const size_t nx = size_t(n) * hw * hw * c, ny = size_t(count) * pooled * pooled * c;
   auto x = on_gpu(randf(backward ? 1 : nx, 70)), dy = on_gpu(randf(backward ? ny : 1, 71));
   auto out = on_gpu(backward ? randf(nx, 72) : std::vector<float>(ny, 0.0f));  // backward: dx, accumulated onto
-  // RoIs [count, 5] (image, box) in input pixels.
-  const std::vector<float> boxes = random_boxes(count, float(hw * stride), lo, hi, 73);
-  const std::vector<int32_t> image = randi(count, 74, n);
-  std::vector<float> rh;
-  for (int i = 0; i < count; ++i) {
-    rh.push_back(float(image[size_t(i)]));
-    rh.insert(rh.end(), boxes.begin() + i * 4, boxes.begin() + i * 4 + 4);
-  }
-  auto rois = on_gpu(std::move(rh));
+  auto rois = on_gpu(random_rois(count, n, float(hw * stride), lo, hi, 73));
   const float scale = 1.0f / float(stride);
   char shape[112];
   std::snprintf(shape, sizeof shape, "%d RoIs %dx%d of n%d %dx%dx%d %s", count, pooled, pooled, n, hw, hw, c, label);
@@ -1188,14 +1193,7 @@ Case roi_align_levels_case(bool backward, int n, int side, int c, int count, int
   }
   const size_t ny = size_t(count) * pooled * pooled * c;
   auto dy = on_gpu(randf(ny, 155)), out = on_gpu(std::vector<float>(ny, 0.0f));
-  const std::vector<float> boxes = random_boxes(count, float(side), 16.0f, 0.7f * float(side), 156);
-  const std::vector<int32_t> image = randi(count, 157, n);
-  std::vector<float> rh;
-  for (int i = 0; i < count; ++i) {
-    rh.push_back(float(image[size_t(i)]));
-    rh.insert(rh.end(), boxes.begin() + i * 4, boxes.begin() + i * 4 + 4);
-  }
-  auto rois = on_gpu(std::move(rh));
+  auto rois = on_gpu(random_rois(count, n, float(side), 16.0f, 0.7f * float(side), 156));
   RoiLevels gl = L;
   for (int l = 0; l < kLevels; ++l) gl.x[l] = gl.dx[l] = maps[size_t(l)]->d();
   char shape[112];
