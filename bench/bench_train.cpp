@@ -89,7 +89,9 @@ int main(int argc, char** argv) {
   }
   const int64_t global_batch = wl->facts.global_batch;
   std::string precision_text = compute_precision_name(precision);
-  if (precision == Precision::bf16) precision_text += std::string(" (GEMMs on ") + bf16_gemm_kernel(built.device.device) + ")";
+  if (precision == Precision::bf16)
+    precision_text += std::string(" (GEMMs on ") + bf16_gemm_kernel(built.device.device) + ", convolutions on " +
+                      bf16_conv_kernel(built.device.device) + ")";
   if (w.rank == 0)
     std::printf("bench_train: %s mini, %d rank(s), global batch %lld, device %s, precision %s, openblas core %s, FTZ/DAZ %s\nmodel: %s\ncommunication: %s\n",
                 benchmark.c_str(), w.size, static_cast<long long>(global_batch), built.device.description.c_str(),

@@ -1560,7 +1560,8 @@ std::vector<Entry> all_entries() {
   for (Pass p : {Pass::forward, Pass::backward_data, Pass::backward_weights})
     for (const auto& [d, label] : convs)
       add(kConvOpNames[int(p)], [p, d = d, label = label] { return conv_case(p, d, label); });
-  // The same on the bf16 table (--precision bf16: the GEMM on bf16 tensor cores, convolutions on TF32).
+  // The same on the bf16 table (--precision bf16: the GEMM on bf16 tensor cores, the convolutions as
+  // bf16_conv_kernel says: with cuDNN forward and backward data on bf16 tensor cores, backward weights on TF32).
   add("gemm", [] { return gemm_case(false, false, 2048, 2048, 2048, "square", Precision::bf16); });
   for (Pass p : {Pass::forward, Pass::backward_data, Pass::backward_weights})
     for (int i : {1, 4, 5})
@@ -1767,6 +1768,8 @@ int main(int argc, char** argv) {
                 "(2 x lanes x SMs x clock; bf16 rows run on tensor cores and may pass 100%%) | %d timed calls "
                 "each\n",
                 ctx.description.c_str(), peak.bytes_per_s / 1e9, peak.flops / 1e12, iters);
+    std::printf("kernels_cuda: bf16 rows: GEMMs on %s, convolutions on %s\n", bf16_gemm_kernel(Device::cuda),
+                bf16_conv_kernel(Device::cuda));
     std::printf("%-24s %-44s %10s %10s %13s %9s %9s %6s %6s %6s\n", "op", "shape", "us/call", "MB(napkin)",
                 "MFLOP(napkin)", "GB/s", "GFLOP/s", "%BW", "%FP32", "#wrong");
     size_t total_wrong = 0;

@@ -69,5 +69,8 @@ float* bf16_widened_rows(const OpTable& o, Arena& a, const uint16_t* x16, int ro
 // "widen+openblas" (kernels/cpu/gemm_bf16.h). Their sums run in different orders, so a bf16
 // result is reproduced bit for bit only on the same one: the run summary records it.
 const char* bf16_gemm_kernel(Device d);
+// What the bf16 table's convolutions run on this device (kernels/cuda/conv_bf16.h on CUDA), for
+// benchmarks and logs.
+const char* bf16_conv_kernel(Device d);
 
 }  // namespace mlpd

@@ -5,11 +5,12 @@
 // gemm and linear pack their operands to bf16 (2 bytes a value, bf16_pack_rows) and run the
 // device's bf16 GEMM (gemm_bf16: AVX512-BF16 or widened OpenBLAS on the CPU, bf16 tensor cores on
 // CUDA) with fp32 sums. A convolution on the CPU runs our bf16 direct kernel (vdpbf16ps) where its
-// rule picks it (kernels/cpu/conv_paths.h). Elsewhere, and on CUDA, the convolutions round their
-// operands to bf16 values held in fp32 and run the device's fp32 convolution on them (products of
-// bf16 values are exact in fp32, so this is a bf16 convolution with fp32 accumulation); on CUDA
-// with TF32 tensor-core math, which holds a bf16 operand exactly. The fp32 table never uses
-// tensor cores.
+// rule picks it (kernels/cpu/conv_paths.h); on CUDA, forward and overwriting backward data run on
+// cuDNN's bf16 tensor cores where it has an algorithm (kernels/cuda/conv_bf16.h). Elsewhere the
+// convolutions round their operands to bf16 values held in fp32 and run the device's fp32
+// convolution on them (products of bf16 values are exact in fp32, so this is a bf16 convolution
+// with fp32 accumulation); on CUDA with TF32 tensor-core math, which holds a bf16 operand exactly.
+// The fp32 table never uses tensor cores.
 // The ops read and write fp32 buffers; a layer may keep what it saves in bf16 between ops where
 // that loses nothing (the CNN units, src/nn/conv_bn.h; the transformer's layers) and widen it for
 // the next op (bf16_unpack_rows), or hand its bits to the *_bf16_input passes below.
@@ -24,6 +25,7 @@
 #include "kernels/device.h"
 #include "kernels/op_table.h"
 #ifdef MLPD_HAVE_CUDA
+#include "kernels/cuda/conv_bf16.h"
 #include "kernels/cuda/runtime.h"
 #endif
 
@@ -156,6 +158,30 @@ bool cpu_bf16_kernel_runs(Device dev, const ConvDims& d, ConvPass pass) {
   return dev == Device::cpu && conv_bf16_use_direct(d, pass);
 }
 
+// The GPU's bf16 tensor-core pass (kernels/cuda/conv_bf16.h): forward, and backward data that
+// overwrites dx (an accumulating dx adds an unrounded sum, which that path's bf16 output is not).
+// a16: the image operand's bits, or null to pack a. False where it did not run.
+bool cuda_bf16_pass_ran(ConvPass pass, const ConvDims& d, const float* a, const uint16_t* a16, const float* w,
+                        float* out, Arena& arena, bool accumulate) {
+#ifdef MLPD_HAVE_CUDA
+  if (pass == ConvPass::forward) return cuda::conv2d_forward_bf16_tensor_cores(d, a, a16, w, out, arena);
+  if (pass == ConvPass::backward_data && !accumulate)
+    return cuda::conv2d_backward_data_bf16_tensor_cores(d, a, a16, w, out, arena);
+#else
+  (void)pass, (void)d, (void)a, (void)a16, (void)w, (void)out, (void)arena, (void)accumulate;
+#endif
+  return false;
+}
+
+size_t cuda_bf16_scratch_floats(const ConvDims& d) {
+#ifdef MLPD_HAVE_CUDA
+  return cuda::conv2d_bf16_tensor_core_scratch_floats(d);
+#else
+  (void)d;
+  return 0;
+#endif
+}
+
 size_t conv_x_floats(const ConvDims& d) { return size_t(d.n) * d.h * d.w * d.c_in; }
 size_t conv_y_floats(const ConvDims& d) { return size_t(d.n) * d.out_h() * d.out_w() * d.c_out; }
 size_t conv_w_floats(const ConvDims& d) { return size_t(d.k) * d.k * d.c_in * d.c_out; }
@@ -163,6 +189,7 @@ size_t conv_w_floats(const ConvDims& d) { return size_t(d.k) * d.k * d.c_in * d.
 // Each pass's scratch on the path it takes (conv_bf16_use_direct, its switch included): the CPU's
 // bf16 kernel's, or the fp32 op's after that pass's two rounded operands. Turning the kernel off
 // moves passes to the rounded path, so a test or benchmark that does so sizes its arena for both.
+// On CUDA the larger of the tensor-core path's and the rounded path's (its fallback).
 template <Device D>
 size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
   const size_t x = arena_floats_span(conv_x_floats(d)), y = arena_floats_span(conv_y_floats(d)),
@@ -170,7 +197,7 @@ size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
   const size_t fp32 = ops_for(D).conv2d_scratch_floats(d);
   const std::array<std::pair<ConvPass, size_t>, 3> passes{
       {{ConvPass::forward, x + w}, {ConvPass::backward_data, y + w}, {ConvPass::backward_weights, x + y}}};
-  size_t need = 0;
+  size_t need = D == Device::cuda ? cuda_bf16_scratch_floats(d) : 0;
   for (const auto& [pass, operands] : passes) {
     if (cpu_bf16_kernel_runs(D, d, pass)) {
       need = std::max(need, direct_conv_bf16_scratch_floats(d));
@@ -181,11 +208,13 @@ size_t conv2d_scratch_floats_bf16(const ConvDims& d) {
   return need;
 }
 
-// The CPU's bf16 direct kernel, where its rule picks it for this pass: it rounds its operands as it
-// packs them, and what it overwrites as it stores it.
+// The device's own bf16 convolution, where it runs this pass: the GPU's tensor-core path, or the
+// CPU's bf16 direct kernel where its rule picks it. Each rounds its operands as it packs them, and
+// what it overwrites as it stores it.
 template <Device D>
 bool conv_pass_native_bf16(ConvPass pass, const ConvDims& d, const float* a, const float* b, float* out,
                            Arena& arena, bool accumulate) {
+  if (D == Device::cuda) return cuda_bf16_pass_ran(pass, d, a, nullptr, b, out, arena, accumulate);
   if (!cpu_bf16_kernel_runs(D, d, pass)) return false;
   if (pass == ConvPass::forward) direct_conv_bf16_forward(d, a, b, out, arena);
   if (pass == ConvPass::backward_data) direct_conv_bf16_backward_data(d, a, b, out, arena, accumulate);
@@ -282,6 +311,7 @@ void backward_weights_from(Device dev, const ConvDims& d, const X* x, const DY* 
 void conv2d_forward_bf16_input(Device dev, const ConvDims& d, const uint16_t* x16, const float* w, float* y,
                                Arena& arena) {
   if (cpu_bf16_kernel_runs(dev, d, ConvPass::forward)) return direct_conv_bf16_forward(d, x16, w, y, arena);
+  if (dev == Device::cuda && cuda_bf16_pass_ran(ConvPass::forward, d, nullptr, x16, w, y, arena, false)) return;
   ArenaScope scope(arena);
   ops_for(dev, Precision::bf16).conv2d_forward(d, as_fp32(dev, d, x16, conv_x_floats(d), arena), w, y, arena);
 }
@@ -290,6 +320,8 @@ void conv2d_backward_data_bf16_input(Device dev, const ConvDims& d, const uint16
                                      Arena& arena, bool accumulate) {
   if (cpu_bf16_kernel_runs(dev, d, ConvPass::backward_data))
     return direct_conv_bf16_backward_data(d, dy16, w, dx, arena, accumulate);
+  if (dev == Device::cuda && cuda_bf16_pass_ran(ConvPass::backward_data, d, nullptr, dy16, w, dx, arena, accumulate))
+    return;
   ArenaScope scope(arena);
   ops_for(dev, Precision::bf16)
       .conv2d_backward_data(d, as_fp32(dev, d, dy16, conv_y_floats(d), arena), w, dx, arena, accumulate);
@@ -327,5 +359,17 @@ float* bf16_widened_rows(const OpTable& o, Arena& a, const uint16_t* x16, int ro
 }
 
 const char* bf16_gemm_kernel(Device d) { return d == Device::cuda ? "cublas" : gemm_bf16_path_name(); }
+
+const char* bf16_conv_kernel(Device d) {
+#ifdef MLPD_HAVE_CUDA
+  if (d == Device::cuda) return cuda::conv2d_bf16_path_name();
+#endif
+  (void)d;
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)  // as conv_direct_bf16.cpp
+  return "direct-bf16 where its rule picks it, else fp32 on rounded operands";
+#else
+  return "fp32 on rounded operands";
+#endif
+}
 
 }  // namespace mlpd

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/conv_bf16.h"
 #include "kernels/cuda/conv_paths.cuh"
 #include "kernels/cuda/ops.h"
 
@@ -94,6 +95,42 @@ void conv2d_backward_weights(const ConvDims& d, const float* x, const float* dy,
   configured_path();
 #endif
   implicit_conv_backward_weights(d, x, dy, dw, arena);
+}
+
+size_t conv2d_bf16_tensor_core_scratch_floats(const ConvDims& d) {
+#ifdef MLPD_HAVE_CUDNN
+  if (has_output(d) && configured_path() == ConvPath::cudnn) return cudnn_conv_bf16_scratch_floats(d);
+#else
+  (void)d;
+#endif
+  return 0;
+}
+
+bool conv2d_forward_bf16_tensor_cores(const ConvDims& d, const float* x, const uint16_t* x16, const float* w, float* y,
+                                      Arena& arena) {
+#ifdef MLPD_HAVE_CUDNN
+  if (has_output(d) && configured_path() == ConvPath::cudnn) return cudnn_conv_forward_bf16(d, x, x16, w, y, arena);
+#else
+  (void)d, (void)x, (void)x16, (void)w, (void)y, (void)arena;
+#endif
+  return false;
+}
+
+bool conv2d_backward_data_bf16_tensor_cores(const ConvDims& d, const float* dy, const uint16_t* dy16, const float* w,
+                                            float* dx, Arena& arena) {
+#ifdef MLPD_HAVE_CUDNN
+  if (has_output(d) && configured_path() == ConvPath::cudnn)
+    return cudnn_conv_backward_data_bf16(d, dy, dy16, w, dx, arena);
+#else
+  (void)d, (void)dy, (void)dy16, (void)w, (void)dx, (void)arena;
+#endif
+  return false;
+}
+
+const char* conv2d_bf16_path_name() {
+  return configured_path() == ConvPath::cudnn
+             ? "cudnn bf16 tensor cores (backward weights: TF32 on rounded operands)"
+             : "implicit-gemm on rounded operands";
 }
 
 }  // namespace mlpd::cuda

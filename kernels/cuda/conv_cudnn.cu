@@ -8,7 +8,12 @@
 // fp32 FMA (the descriptor forbids TF32, so results compare with the CPU's; the bf16 ops allow
 // TF32 tensor cores, runtime.h: set_tensor_core_math) and need at most 256 MiB of workspace. A
 // call runs the first that fits in what is left of the arena; the descriptors and lists are
-// cached per shape and math for the life of the process.
+// cached per shape, math and data type for the life of the process.
+// bf16 (the bf16 table's forward and backward data, kernels/op_table_bf16.cpp): the operands packed
+// to 2-byte bf16 (the weights transposed first), bf16 tensor-core math with fp32 accumulation, and
+// a bf16 output widened into the caller's fp32 buffer: the value the table's rounding gives, on
+// tensor cores twice as fast as TF32's. Backward filter stays on the TF32 path: its gradient is
+// fp32 (cuDNN's bf16 configuration would round it).
 #ifdef MLPD_HAVE_CUDNN
 
 #include <algorithm>
@@ -110,7 +115,8 @@ struct Plan {
 
 // The heuristics' ranking filtered to deterministic algorithms whose workspace cuDNN can size for
 // these descriptors and that stays under the cap; each algorithm once. fp32 FMA math only, or,
-// with tensor cores (the bf16 ops), also TF32 tensor-op math, never a conversion to fp16.
+// with tensor cores (the bf16 ops), also tensor-op math (TF32 on fp32 tensors, bf16 on bf16
+// ones), never a conversion to fp16.
 template <typename Algo, typename Perf, typename WorkspaceOf>
 std::vector<Candidate<Algo>> usable(const std::vector<Perf>& ranked, int count, bool tensor_cores,
                                     WorkspaceOf workspace_of) {
@@ -130,17 +136,17 @@ std::vector<Candidate<Algo>> usable(const std::vector<Perf>& ranked, int count, 
   return out;
 }
 
-std::unique_ptr<Plan> make_plan(const ConvDims& d, bool tensor_cores) {
+std::unique_ptr<Plan> make_plan(const ConvDims& d, bool tensor_cores, cudnnDataType_t type) {
   auto p = std::make_unique<Plan>();
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
   CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
   CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, d.n, d.c_in, d.h, d.w));
-  CUDNN_CHECK(
-      cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, d.n, d.c_out, d.out_h(), d.out_w()));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NHWC, type, d.n, d.c_in, d.h, d.w));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NHWC, type, d.n, d.c_out, d.out_h(), d.out_w()));
   // NHWC filter format = KRSC: [c_out (K), k (R), k (S), c_in (C)].
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, d.c_out, d.c_in, d.k, d.k));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, type, CUDNN_TENSOR_NHWC, d.c_out, d.c_in, d.k, d.k));
+  // Accumulation in fp32 for either type (cuDNN's PSEUDO_BFLOAT16 configuration for bf16).
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, d.pad, d.pad, d.stride, d.stride, 1, 1,
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, tensor_cores ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
@@ -184,19 +190,26 @@ std::unique_ptr<Plan> make_plan(const ConvDims& d, bool tensor_cores) {
   return p;
 }
 
-// The cached plan of a shape (batch size included) and math. Plans live until the process ends.
-Plan& plan_for(const ConvDims& d) {
+// The cached plan of a shape (batch size included), math and data type. Plans live until the
+// process ends. bf16 plans always use tensor-core math (its FMA algorithms stay candidates).
+Plan& plan_for(const ConvDims& d, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
   static std::mutex mutex;
-  static std::map<std::array<int, 9>, std::unique_ptr<Plan>> plans;
-  const bool tensor_cores = tensor_core_math();
-  const std::array<int, 9> key{d.n, d.h, d.w, d.c_in, d.c_out, d.k, d.stride, d.pad, tensor_cores ? 1 : 0};
+  static std::map<std::array<int, 10>, std::unique_ptr<Plan>> plans;
+  const bool bf16 = type == CUDNN_DATA_BFLOAT16;
+  const bool tensor_cores = bf16 || tensor_core_math();
+  const std::array<int, 10> key{d.n,   d.h,   d.w, d.c_in, d.c_out, d.k, d.stride, d.pad, tensor_cores ? 1 : 0,
+                                bf16 ? 1 : 0};
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<Plan>& slot = plans[key];
-  if (!slot) slot = make_plan(d, tensor_cores);
+  if (!slot) slot = make_plan(d, tensor_cores, type);
   return *slot;
 }
 
 size_t weight_floats(const ConvDims& d) { return size_t(d.k) * d.k * d.c_in * d.c_out; }
+size_t image_floats(const ConvDims& d) { return size_t(d.n) * d.h * d.w * d.c_in; }
+size_t output_floats(const ConvDims& d) { return size_t(d.n) * d.out_h() * d.out_w() * d.c_out; }
+// Floats of arena that `halves` bf16 values take, with the arena's 64-byte alignment.
+size_t halves_span(size_t halves) { return (halves + 1) / 2 + 16; }
 
 // Bytes arena_bytes() can still hand out.
 size_t arena_room_bytes(const Arena& a) {
@@ -241,7 +254,89 @@ bool run_first_fitting(std::vector<Candidate<Algo>>& candidates, Arena& arena, c
   return false;
 }
 
+uint16_t* arena_halves(Arena& arena, size_t count) {
+  return static_cast<uint16_t*>(arena_bytes(arena, count * sizeof(uint16_t)));
+}
+
+// A bf16 pass's operands, allocated before its candidates are tried (each attempt reuses the arena
+// above them for its workspace) and filled before the first: the weights transposed to KRSC and
+// packed, and the image operand packed unless its bf16 bits were given.
+struct Bf16Operands {
+  float* w_krsc;
+  uint16_t* w16;
+  uint16_t* packed;  // null when the caller gave bits
+  const uint16_t* image16;
+
+  Bf16Operands(const ConvDims& d, const float* image, const uint16_t* image_bits, size_t image_count, Arena& arena)
+      : w_krsc(arena_floats(arena, weight_floats(d))),
+        w16(arena_halves(arena, weight_floats(d))),
+        packed(image_bits ? nullptr : arena_halves(arena, image_count)),
+        image16(image_bits ? image_bits : packed),
+        source(image),
+        count(image_count) {}
+  void fill(const ConvDims& d, const float* w) const {
+    const int kkc = d.k * d.k * d.c_in;
+    transpose(w, kkc, d.c_out, w_krsc, false);
+    bf16_pack_rows(w_krsc, d.c_out, kkc, kkc, w16, kkc);
+    const int per_image = int(count / size_t(d.n));
+    if (packed) bf16_pack_rows(source, d.n, per_image, per_image, packed, per_image);
+  }
+
+ private:
+  const float* source;
+  size_t count;
+};
+
 }  // namespace
+
+size_t cudnn_conv_bf16_scratch_floats(const ConvDims& d) {
+  const Plan& p = plan_for(d, CUDNN_DATA_BFLOAT16);
+  size_t workspace = 0;
+  if (!p.forward.empty()) workspace = std::max(workspace, p.forward.front().workspace_bytes);
+  if (!p.backward_data.empty()) workspace = std::max(workspace, p.backward_data.front().workspace_bytes);
+  // Both images as bf16 (the input packed, the output cuDNN writes), the weights in fp32 KRSC and
+  // as bf16, and the workspace.
+  return halves_span(image_floats(d)) + halves_span(output_floats(d)) + weight_floats(d) + 16 +
+         halves_span(weight_floats(d)) + (workspace + kWorkspaceAlign + sizeof(float) - 1) / sizeof(float) + 16;
+}
+
+bool cudnn_conv_forward_bf16(const ConvDims& d, const float* x, const uint16_t* x16, const float* w, float* y,
+                             Arena& arena) {
+  Plan& p = plan_for(d, CUDNN_DATA_BFLOAT16);
+  if (p.forward.empty()) return false;
+  ArenaScope scope(arena);
+  uint16_t* y16 = arena_halves(arena, output_floats(d));
+  const Bf16Operands in(d, x, x16, image_floats(d), arena);
+  const float alpha = 1.0f, beta = 0.0f;
+  const bool ran = run_first_fitting(
+      p.forward, arena, "cudnnConvolutionForward (bf16)", [&] { in.fill(d, w); },
+      [&](cudnnConvolutionFwdAlgo_t algo, void* ws, size_t bytes) {
+        return cudnnConvolutionForward(dnn(), &alpha, p.x, in.image16, p.w, in.w16, p.conv, algo, ws, bytes, &beta,
+                                       p.y, y16);
+      });
+  const int per_image = d.out_h() * d.out_w() * d.c_out;
+  if (ran) bf16_unpack_rows(y16, d.n, per_image, per_image, y, per_image);
+  return ran;
+}
+
+bool cudnn_conv_backward_data_bf16(const ConvDims& d, const float* dy, const uint16_t* dy16, const float* w,
+                                   float* dx, Arena& arena) {
+  Plan& p = plan_for(d, CUDNN_DATA_BFLOAT16);
+  if (p.backward_data.empty()) return false;
+  ArenaScope scope(arena);
+  uint16_t* dx16 = arena_halves(arena, image_floats(d));
+  const Bf16Operands in(d, dy, dy16, output_floats(d), arena);
+  const float alpha = 1.0f, beta = 0.0f;
+  const bool ran = run_first_fitting(
+      p.backward_data, arena, "cudnnConvolutionBackwardData (bf16)", [&] { in.fill(d, w); },
+      [&](cudnnConvolutionBwdDataAlgo_t algo, void* ws, size_t bytes) {
+        return cudnnConvolutionBackwardData(dnn(), &alpha, p.w, in.w16, p.y, in.image16, p.conv, algo, ws, bytes,
+                                            &beta, p.x, dx16);
+      });
+  const int per_image = d.h * d.w * d.c_in;
+  if (ran) bf16_unpack_rows(dx16, d.n, per_image, per_image, dx, per_image);
+  return ran;
+}
 
 size_t cudnn_conv_scratch_floats(const ConvDims& d) {
   const Plan& p = plan_for(d);

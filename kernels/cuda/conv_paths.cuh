@@ -5,6 +5,7 @@
 // Same layouts and accumulate rules as kernels/op_signatures.inc; scratch from the arena.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/ops.h"
 
@@ -26,6 +27,12 @@ bool cudnn_conv_forward(const ConvDims& d, const float* x, const float* w, float
 bool cudnn_conv_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx, Arena& arena,
                               bool accumulate);
 bool cudnn_conv_backward_weights(const ConvDims& d, const float* x, const float* dy, float* dw, Arena& arena);
+// bf16 operands on bf16 tensor cores (kernels/cuda/conv_bf16.h), with the same false.
+size_t cudnn_conv_bf16_scratch_floats(const ConvDims& d);
+bool cudnn_conv_forward_bf16(const ConvDims& d, const float* x, const uint16_t* x16, const float* w, float* y,
+                             Arena& arena);
+bool cudnn_conv_backward_data_bf16(const ConvDims& d, const float* dy, const uint16_t* dy16, const float* w,
+                                   float* dx, Arena& arena);
 #endif
 
 }  // namespace mlpd::cuda

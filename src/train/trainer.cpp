@@ -503,7 +503,8 @@ TrainResult train_and_log(World& w, const ResolvedRun& run, const TrainOptions& 
               {{"throughput", r.throughput}, {"work_unit", r.work_unit}, {"comm_share", r.comm_share},
                {"mean_step_ms", r.mean_step_ms}, {"steps", r.steps}, {"ranks", w.size}, {"nodes", w.nodes},
                {"device", device_name(run.device)}, {"precision", compute_precision_name(run.precision)},
-               {"bf16_gemm", run.precision == Precision::bf16 ? bf16_gemm_kernel(run.device) : "none"}});
+               {"bf16_gemm", run.precision == Precision::bf16 ? bf16_gemm_kernel(run.device) : "none"},
+               {"bf16_conv", run.precision == Precision::bf16 ? bf16_conv_kernel(run.device) : "none"}});
   mllog_end(log, keys::kRunStop, nullptr, {{keys::kStatus, r.status}});
   r.time_to_train_s = seconds_since(run_clock);
   if (loss_log) loss_log->commit();

@@ -30,6 +30,8 @@ grep '"mlperf_dist_run_summary"' "$log" | contains -F '"precision":"bf16"' || fa
 # Which GEMM kernel ran: the bits of a bf16 run depend on it.
 grep '"mlperf_dist_run_summary"' "$log" | grep -qE '"bf16_gemm":"(avx512bf16|widen\+openblas)"' ||
   fail "run summary lacks the bf16 GEMM kernel"
+grep '"mlperf_dist_run_summary"' "$log" | grep -qE '"bf16_conv":"[^"]*rounded operands"' ||
+  fail "run summary lacks the bf16 convolution kernel"
 grep '"submission_platform"' "$WORK"/results/fp32/resnet/result_*.txt | contains -F '(2 ranks, cpu)"' ||
   fail "an fp32 run's platform changed"
 # `report` keeps the two apart: the CSV's device and precision columns.

@@ -1,14 +1,19 @@
 // The bf16 compute precision on the GPU against the CPU: the rounding ops bit for bit, and the
 // CUDA bf16 table's GEMM, fully connected layer and convolution against the CPU bf16 table. Both
 // multiply the same bf16 operands exactly and accumulate in fp32 (CUDA on bf16 tensor cores for
-// GEMMs, TF32 for convolutions), in different orders; an output rounded to bf16 may then land one bf16 step (2^-8 relative) apart:
+// GEMMs and, with cuDNN, for forward and backward-data convolutions; TF32 for the other
+// convolutions), in different orders; an output rounded to bf16 may then land one bf16 step (2^-8 relative) apart:
 // tolerance 1e-2 relative + 1e-3 absolute, and weight gradients (fp32, not rounded) 1e-3 + 1e-3.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/bf16.h"
 #include "gpu_test_util.h"
+#include "kernels/cuda/conv_bf16.h"
+#include "kernels/cuda/runtime.h"
 
 using namespace mlpd;
 using namespace mlpd::gpu_test;
@@ -152,6 +157,59 @@ TEST_F(GpuTest, Bf16ConvolutionMatchesTheCpuBf16Convolution) {
   DeviceBuffer<float> gA(a), gB(b), gC(c.size());
   gpu().gemm(false, false, 64, 64, 512, 1.0f, gA.get(), 512, gB.get(), 64, 0.0f, gC.get(), 64);
   EXPECT_TRUE(all_close("fp32 gemm after bf16 ops", gC.download(), want, 1e-4, 1e-4));
+}
+
+// The bf16 tensor-core convolutions (kernels/cuda/conv_bf16.h): they run wherever the build has
+// cuDNN and MLPD_CUDA_CONV does not say implicit (a silent fallback to the TF32 path would hide a
+// refusal: this test then fails), and nowhere else; where they run, each pass matches the CPU's
+// bf16 table, and the image operand given as bf16 bits gives the bits that packing it gives.
+// Shapes of the mini ResNet: 3x3 same, 3x3 stride 2, the 1x1 stride-2 projection.
+TEST_F(GpuTest, Bf16TensorCoreConvolutionsRunWithCudnnAndMatchTheCpu) {
+  const char* env = std::getenv("MLPD_CUDA_CONV");
+  const bool want_ran = cuda::cudnn_version() > 0 && !(env && std::string(env) == "implicit");
+  const std::string path = cuda::conv2d_bf16_path_name();
+  EXPECT_EQ(path.rfind("cudnn", 0) == 0, want_ran) << path;
+  struct Shape {
+    int n, hw, c_in, c_out, k, stride, pad;
+  };
+  for (const Shape s : {Shape{4, 16, 16, 32, 3, 1, 1}, Shape{3, 16, 32, 64, 3, 2, 1}, Shape{2, 8, 32, 64, 1, 2, 0}}) {
+    ConvDims d;
+    d.n = s.n, d.h = s.hw, d.w = s.hw, d.c_in = s.c_in, d.c_out = s.c_out, d.k = s.k, d.stride = s.stride,
+    d.pad = s.pad;
+    const size_t nx = size_t(d.n) * d.h * d.w * d.c_in, ny = size_t(d.n) * d.out_h() * d.out_w() * d.c_out;
+    const size_t nw = size_t(d.k) * d.k * d.c_in * d.c_out;
+    const auto x = random_floats(nx, 70 + s.k), w = random_floats(nw, 71 + s.stride), dy = random_floats(ny, 72);
+    std::vector<uint16_t> x16(nx), dy16(ny);
+    for (size_t i = 0; i < nx; ++i) x16[i] = f32_to_bf16(x[i]);
+    for (size_t i = 0; i < ny; ++i) dy16[i] = f32_to_bf16(dy[i]);
+    Arena ca = host_arena(cpu16().conv2d_scratch_floats(d) * sizeof(float) + 4096);
+    std::vector<float> y(ny), dx(nx);
+    cpu16().conv2d_forward(d, x.data(), w.data(), y.data(), ca);
+    cpu16().conv2d_backward_data(d, dy.data(), w.data(), dx.data(), ca, false);
+
+    const size_t scratch = cuda::conv2d_bf16_tensor_core_scratch_floats(d);
+    EXPECT_EQ(scratch > 0, want_ran);
+    Arena ga = device_arena(scratch * sizeof(float) + 4096);
+    DeviceBuffer<float> gx(x), gw(w), gdy(dy), gy(ny), gdx(nx), gy_bits(ny), gdx_bits(nx);
+    DeviceBuffer<uint16_t> gx16(x16), gdy16(dy16);
+    const std::string shape = cat("n", d.n, " ", d.h, "x", d.w, " ", d.c_in, "->", d.c_out, " k", d.k, " s", d.stride);
+    ASSERT_EQ(cuda::conv2d_forward_bf16_tensor_cores(d, gx.get(), nullptr, gw.get(), gy.get(), ga), want_ran) << shape;
+    ASSERT_EQ(cuda::conv2d_backward_data_bf16_tensor_cores(d, gdy.get(), nullptr, gw.get(), gdx.get(), ga), want_ran)
+        << shape;
+    EXPECT_EQ(ga.offset, 0u) << "the passes give their scratch back";
+    if (!want_ran) continue;
+    ASSERT_TRUE(cuda::conv2d_forward_bf16_tensor_cores(d, nullptr, gx16.get(), gw.get(), gy_bits.get(), ga));
+    ASSERT_TRUE(cuda::conv2d_backward_data_bf16_tensor_cores(d, nullptr, gdy16.get(), gw.get(), gdx_bits.get(), ga));
+    const auto gpu_y = gy.download(), gpu_dx = gdx.download();
+    EXPECT_TRUE(all_close(cat("tensor-core y, ", shape), gpu_y, y, kRel, kAbs));
+    EXPECT_TRUE(all_close(cat("tensor-core dx, ", shape), gpu_dx, dx, kRel, kAbs));
+    EXPECT_TRUE(same_bits(cat("y from x's bits, ", shape), gy_bits.download(), gpu_y));
+    EXPECT_TRUE(same_bits(cat("dx from dy's bits, ", shape), gdx_bits.download(), gpu_dx));
+    // What the path writes is a bf16 value, as the table's rounding gives.
+    std::vector<float> rounded(gpu_y.size());
+    cpu().bf16_round(gpu_y.data(), rounded.data(), gpu_y.size());
+    EXPECT_TRUE(same_bits(cat("y is bf16, ", shape), rounded, gpu_y));
+  }
 }
 
 // The passes that read a kept bf16 activation as its bits (kernels/op_table.h: *_bf16_input): on
