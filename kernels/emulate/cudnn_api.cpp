@@ -209,6 +209,22 @@ void for_each_tap(const Shape& s, F f) {
 
 const cudnnTensorStruct* T(cudnnTensorDescriptor_t d) { return d; }
 
+// The handle and the descriptors: plain heap objects.
+template <class Object>
+cudnnStatus_t create(Object** out) {
+  *out = new Object;
+  return CUDNN_STATUS_SUCCESS;
+}
+template <class Object>
+cudnnStatus_t destroy(Object* p) {
+  delete p;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t algorithm_count(int* count) {
+  *count = 4;  // what rank() lists at most
+  return CUDNN_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -225,55 +241,31 @@ const char* cudnnGetErrorString(cudnnStatus_t status) {
   }
 }
 
-cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
-  *handle = new cudnnContext;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
-  delete handle;
-  return CUDNN_STATUS_SUCCESS;
-}
+cudnnStatus_t cudnnCreate(cudnnHandle_t* d) { return create(d); }
+cudnnStatus_t cudnnDestroy(cudnnHandle_t d) { return destroy(d); }
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
   handle->stream = stream;
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* d) {
-  *d = new cudnnTensorStruct;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t d) {
-  delete d;
-  return CUDNN_STATUS_SUCCESS;
-}
+cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* d) { return create(d); }
+cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t d) { return destroy(d); }
 cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorFormat_t format, cudnnDataType_t type,
                                          int n, int c, int h, int w) {
   if (n <= 0 || c <= 0 || h <= 0 || w <= 0) return CUDNN_STATUS_BAD_PARAM;
   *d = cudnnTensorStruct{true, format, type, n, c, h, w};
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t* d) {
-  *d = new cudnnFilterStruct;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t d) {
-  delete d;
-  return CUDNN_STATUS_SUCCESS;
-}
+cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t* d) { return create(d); }
+cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t d) { return destroy(d); }
 cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t type, cudnnTensorFormat_t format,
                                          int k, int c, int h, int w) {
   if (k <= 0 || c <= 0 || h <= 0 || w <= 0) return CUDNN_STATUS_BAD_PARAM;
   *d = cudnnFilterStruct{true, type, format, k, c, h, w};
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t* d) {
-  *d = new cudnnConvolutionStruct;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) {
-  delete d;
-  return CUDNN_STATUS_SUCCESS;
-}
+cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t* d) { return create(d); }
+cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) { return destroy(d); }
 cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int pad_h, int pad_w, int u, int v,
                                               int dilation_h, int dilation_w, cudnnConvolutionMode_t mode,
                                               cudnnDataType_t compute) {
@@ -298,16 +290,13 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t, int* count) {
-  *count = 4;
-  return CUDNN_STATUS_SUCCESS;
+  return algorithm_count(count);
 }
 cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t, int* count) {
-  *count = 4;
-  return CUDNN_STATUS_SUCCESS;
+  return algorithm_count(count);
 }
 cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t, int* count) {
-  *count = 4;
-  return CUDNN_STATUS_SUCCESS;
+  return algorithm_count(count);
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, const cudnnTensorDescriptor_t x,
