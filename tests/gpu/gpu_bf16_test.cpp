@@ -163,7 +163,8 @@ TEST_F(GpuTest, Bf16ConvolutionMatchesTheCpuBf16Convolution) {
 // cuDNN and MLPD_CUDA_CONV does not say implicit (a silent fallback to the TF32 path would hide a
 // refusal: this test then fails), and nowhere else; where they run, each pass matches the CPU's
 // bf16 table, and the image operand given as bf16 bits gives the bits that packing it gives.
-// Shapes of the mini ResNet: 3x3 same, 3x3 stride 2, the 1x1 stride-2 projection.
+// Shapes of the mini ResNet (3x3 same, 3x3 stride 2, the 1x1 stride-2 projection) and of ssd's
+// extra layers (1x1 reduce, 3x3 stride 2 down to 2x2 and to 1x1).
 TEST_F(GpuTest, Bf16TensorCoreConvolutionsRunWithCudnnAndMatchTheCpu) {
   const char* env = std::getenv("MLPD_CUDA_CONV");
   const bool want_ran = cuda::cudnn_version() > 0 && !(env && std::string(env) == "implicit");
@@ -172,7 +173,8 @@ TEST_F(GpuTest, Bf16TensorCoreConvolutionsRunWithCudnnAndMatchTheCpu) {
   struct Shape {
     int n, hw, c_in, c_out, k, stride, pad;
   };
-  for (const Shape s : {Shape{4, 16, 16, 32, 3, 1, 1}, Shape{3, 16, 32, 64, 3, 2, 1}, Shape{2, 8, 32, 64, 1, 2, 0}}) {
+  for (const Shape s : {Shape{4, 16, 16, 32, 3, 1, 1}, Shape{3, 16, 32, 64, 3, 2, 1}, Shape{2, 8, 32, 64, 1, 2, 0},
+                        Shape{8, 4, 64, 32, 1, 1, 0}, Shape{8, 4, 32, 64, 3, 2, 1}, Shape{8, 2, 32, 64, 3, 2, 1}}) {
     ConvDims d;
     d.n = s.n, d.h = s.hw, d.w = s.hw, d.c_in = s.c_in, d.c_out = s.c_out, d.k = s.k, d.stride = s.stride,
     d.pad = s.pad;

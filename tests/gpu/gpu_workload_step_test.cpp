@@ -130,6 +130,15 @@ TEST_F(GpuWorkloadStep, GnmtMiniStepMatchesTheCpu) { expect_same_step("gnmt", {"
 // Target assignment, hard-negative mining and the random crop: the same decisions on both devices.
 TEST_F(GpuWorkloadStep, SsdMiniStepMatchesTheCpu) { expect_same_step("ssd", {"global_batch_size=16"}); }
 
+// gnmt's bf16 step: its LSTM and attention GEMMs on bf16 tensor cores. (The transformer's and
+// ssd's bf16 steps were tried here too and exceed this comparison on the emulator: up to 16 of a
+// view's 65536 gradients (the cross-attention queries) and, in ssd's last extra layers, 7e-2 of a
+// view's norm, though the convolutions of those layers agree with the CPU's within one bf16 step
+// (GpuTest.Bf16TensorCoreConvolutions...). Not added until that is explained.)
+TEST_F(GpuWorkloadStep, GnmtMiniBf16StepMatchesTheCpuBf16Step) {
+  expect_same_step("gnmt", {"global_batch_size=32"}, Precision::bf16);
+}
+
 // The RPN's loss and proposals, the RoIs sampled from those proposals, the box and mask heads'
 // losses, all on the device: the proposals' ranks and suppressions and the samples' IoU tests are
 // exact on both devices, so the same RoIs are drawn unless the devices' rounding moves a proposal
