@@ -130,11 +130,14 @@ TEST_F(GpuWorkloadStep, GnmtMiniStepMatchesTheCpu) { expect_same_step("gnmt", {"
 // Target assignment, hard-negative mining and the random crop: the same decisions on both devices.
 TEST_F(GpuWorkloadStep, SsdMiniStepMatchesTheCpu) { expect_same_step("ssd", {"global_batch_size=16"}); }
 
-// gnmt's bf16 step: its LSTM and attention GEMMs on bf16 tensor cores. (The transformer's and
-// ssd's bf16 steps were tried here too and exceed this comparison on the emulator: up to 16 of a
-// view's 65536 gradients (the cross-attention queries) and, in ssd's last extra layers, 7e-2 of a
-// view's norm, though the convolutions of those layers agree with the CPU's within one bf16 step
-// (GpuTest.Bf16TensorCoreConvolutions...). Not added until that is explained.)
+// gnmt's bf16 step: its LSTM and attention GEMMs on bf16 tensor cores. The transformer's and
+// ssd's bf16 steps exceed this comparison on the emulator (6 Dec), we think for reasons of bf16
+// itself, not of the device: the transformer's gradients move as much (2.4% of the cross-attention
+// queries' norm) on the CPU alone when its bf16 GEMMs sum in another order (the native kernel
+// off); every ssd
+// convolution of its step gives the rounding path's bits on the tensor-core path, yet its loss
+// moves by 0.02 of 427 (0.002 on our implicit-GEMM path): most likely its hard-negative mining
+// choosing otherwise among near-ties of rounded losses, not shown.
 TEST_F(GpuWorkloadStep, GnmtMiniBf16StepMatchesTheCpuBf16Step) {
   expect_same_step("gnmt", {"global_batch_size=32"}, Precision::bf16);
 }
