@@ -365,11 +365,8 @@ const char* bf16_conv_kernel(Device d) {
   if (d == Device::cuda) return cuda::conv2d_bf16_path_name();
 #endif
   (void)d;
-#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)  // as conv_direct_bf16.cpp
-  return "direct-bf16 where its rule picks it, else fp32 on rounded operands";
-#else
-  return "fp32 on rounded operands";
-#endif
+  return direct_conv_bf16_available() ? "direct-bf16 where its rule picks it, else fp32 on rounded operands"
+                                      : "fp32 on rounded operands";
 }
 
 }  // namespace mlpd

@@ -247,6 +247,14 @@ WTileFn wtile_fn(int r, int v) { return v == 1 ? kWTile1[r - 1] : kWTile2[r - 1]
 
 }  // namespace
 
+bool direct_conv_bf16_available() {
+#ifdef MLPD_CONV_BF16_NATIVE
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool direct_conv_bf16_supported(const ConvDims& d, ConvPass pass) {
 #ifdef MLPD_CONV_BF16_NATIVE
   return tiles_fit(d, pass);

@@ -41,6 +41,8 @@ void direct_conv_backward_weights(const ConvDims& d, const float* x, const float
 // on Zen 4, Cooper Lake, Sapphire Rapids and later); without it direct_conv_bf16_supported() is
 // always false.
 bool direct_conv_bf16_supported(const ConvDims& d, ConvPass pass);
+// Whether this build has the kernel at all (avx512bf16 compiled in).
+bool direct_conv_bf16_available();
 size_t direct_conv_bf16_scratch_floats(const ConvDims& d);
 void direct_conv_bf16_forward(const ConvDims& d, const float* x, const float* w, float* y, Arena& arena);
 void direct_conv_bf16_backward_data(const ConvDims& d, const float* dy, const float* w, float* dx,

@@ -207,8 +207,6 @@ void for_each_tap(const Shape& s, F f) {
         }
 }
 
-const cudnnTensorStruct* T(cudnnTensorDescriptor_t d) { return d; }
-
 // The handle and the descriptors: plain heap objects.
 template <class Object>
 cudnnStatus_t create(Object** out) {
@@ -283,7 +281,7 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
                                                     const cudnnTensorDescriptor_t x, const cudnnFilterDescriptor_t w,
                                                     int* n, int* c, int* h, int* wd) {
   Shape s;
-  const cudnnStatus_t st = shape_of(T(x), w, conv, nullptr, &s);
+  const cudnnStatus_t st = shape_of(x, w, conv, nullptr, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   *n = s.n, *c = s.k, *h = s.oh, *wd = s.ow;
   return CUDNN_STATUS_SUCCESS;
@@ -305,7 +303,7 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, const cudnnT
                                                      const cudnnTensorDescriptor_t y, const int requested,
                                                      int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
   Shape s;
-  const cudnnStatus_t st = shape_of(T(x), w, conv, T(y), &s);
+  const cudnnStatus_t st = shape_of(x, w, conv, y, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   *returned = rank<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(s, requested, perf);
   return CUDNN_STATUS_SUCCESS;
@@ -316,7 +314,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t, const c
                                                           const cudnnTensorDescriptor_t dx, const int requested,
                                                           int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
   Shape s;
-  const cudnnStatus_t st = shape_of(T(dx), w, conv, T(dy), &s);
+  const cudnnStatus_t st = shape_of(dx, w, conv, dy, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   *returned = rank<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(s, requested, perf);
   return CUDNN_STATUS_SUCCESS;
@@ -328,7 +326,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t, const
                                                             int* returned,
                                                             cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
   Shape s;
-  const cudnnStatus_t st = shape_of(T(x), dw, conv, T(dy), &s);
+  const cudnnStatus_t st = shape_of(x, dw, conv, dy, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   *returned = rank<cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t>(s, requested, perf);
   return CUDNN_STATUS_SUCCESS;
@@ -340,7 +338,7 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t, const cudnn
                                                       const cudnnTensorDescriptor_t y, cudnnConvolutionFwdAlgo_t algo,
                                                       size_t* bytes) {
   Shape s;
-  const cudnnStatus_t st = shape_of(T(x), w, conv, T(y), &s);
+  const cudnnStatus_t st = shape_of(x, w, conv, y, &s);
   if (st == CUDNN_STATUS_SUCCESS) *bytes = workspace_bytes(s, int(algo));
   return st;
 }
@@ -350,7 +348,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t, const 
                                                            const cudnnTensorDescriptor_t dx,
                                                            cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
   Shape s;
-  const cudnnStatus_t st = shape_of(T(dx), w, conv, T(dy), &s);
+  const cudnnStatus_t st = shape_of(dx, w, conv, dy, &s);
   if (st == CUDNN_STATUS_SUCCESS) *bytes = workspace_bytes(s, int(algo));
   return st;
 }
@@ -360,7 +358,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t, cons
                                                              const cudnnFilterDescriptor_t dw,
                                                              cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
   Shape s;
-  const cudnnStatus_t st = shape_of(T(x), dw, conv, T(dy), &s);
+  const cudnnStatus_t st = shape_of(x, dw, conv, dy, &s);
   if (st == CUDNN_STATUS_SUCCESS) *bytes = workspace_bytes(s, int(algo));
   return st;
 }
@@ -371,7 +369,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha, const cu
                                       void* ws, size_t ws_bytes, const void* beta,
                                       const cudnnTensorDescriptor_t y_desc, void* y) {
   Shape s;
-  cudnnStatus_t st = shape_of(T(x_desc), w_desc, conv, T(y_desc), &s);
+  cudnnStatus_t st = shape_of(x_desc, w_desc, conv, y_desc, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   const size_t e = s.element_bytes();
   st = prepare_run(s, int(algo), ws, ws_bytes, "cudnnConvolutionForward",
@@ -399,7 +397,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t, const void* alpha, con
                                            void* ws, size_t ws_bytes, const void* beta,
                                            const cudnnTensorDescriptor_t dx_desc, void* dx) {
   Shape s;
-  cudnnStatus_t st = shape_of(T(dx_desc), w_desc, conv, T(dy_desc), &s);
+  cudnnStatus_t st = shape_of(dx_desc, w_desc, conv, dy_desc, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   const size_t e = s.element_bytes();
   st = prepare_run(s, int(algo), ws, ws_bytes, "cudnnConvolutionBackwardData",
@@ -425,7 +423,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t, const void* alpha, c
                                              cudnnConvolutionBwdFilterAlgo_t algo, void* ws, size_t ws_bytes,
                                              const void* beta, const cudnnFilterDescriptor_t dw_desc, void* dw) {
   Shape s;
-  cudnnStatus_t st = shape_of(T(x_desc), dw_desc, conv, T(dy_desc), &s);
+  cudnnStatus_t st = shape_of(x_desc, dw_desc, conv, dy_desc, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   const size_t e = s.element_bytes();
   st = prepare_run(s, int(algo), ws, ws_bytes, "cudnnConvolutionBackwardFilter",
