@@ -207,6 +207,44 @@ void for_each_tap(const Shape& s, F f) {
         }
 }
 
+enum class Pass { forward, backward_data, backward_filter };
+
+// One pass over the image (x or dx), filter (w or dw) and output-side (y or dy) tensors: the two
+// it reads taken as fp32, the one it writes (`out`, one of the three) summed over every tap.
+cudnnStatus_t convolve(Pass pass, const Shape& s, int algo, void* ws, size_t ws_bytes, const char* call,
+                       const void* x, const void* w, const void* y, void* out, const void* alpha, const void* beta) {
+  const size_t e = s.element_bytes();
+  const cudnnStatus_t st =
+      prepare_run(s, algo, ws, ws_bytes, call, {{x, s.x_count() * e}, {w, s.w_count() * e}, {y, s.y_count() * e}});
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  // A tensor the pass reads, as fp32 (empty for the one it writes).
+  const auto input = [&](Pass writes, const void* p, size_t count) {
+    return pass == writes ? std::vector<float>() : read(s, p, count, algo == 1);
+  };
+  const std::vector<float> xv = input(Pass::backward_data, x, s.x_count());
+  const std::vector<float> wv = input(Pass::backward_filter, w, s.w_count());
+  const std::vector<float> yv = input(Pass::forward, y, s.y_count());
+  std::vector<float> sum(pass == Pass::forward ? s.y_count() : pass == Pass::backward_data ? s.x_count() : s.w_count(),
+                         0.0f);
+  for_each_tap(s, [&](int n, int oh, int ow, int ih, int iw, int r, int t) {
+    const size_t xo = ((size_t(n) * s.h + ih) * s.w + iw) * s.c, yo = ((size_t(n) * s.oh + oh) * s.ow + ow) * s.k;
+    for (int k = 0; k < s.k; ++k) {
+      const size_t wo = ((size_t(k) * s.r + r) * s.s + t) * s.c;
+      if (pass == Pass::forward) {
+        float acc = 0.0f;
+        for (int c = 0; c < s.c; ++c) acc += xv[xo + c] * wv[wo + c];
+        sum[yo + k] += acc;
+      } else if (pass == Pass::backward_data) {
+        for (int c = 0; c < s.c; ++c) sum[xo + c] += yv[yo + k] * wv[wo + c];
+      } else {
+        for (int c = 0; c < s.c; ++c) sum[wo + c] += yv[yo + k] * xv[xo + c];
+      }
+    }
+  });
+  write(s, out, sum, alpha, beta);
+  return CUDNN_STATUS_SUCCESS;
+}
+
 // The handle and the descriptors: plain heap objects.
 template <class Object>
 cudnnStatus_t create(Object** out) {
@@ -369,26 +407,9 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha, const cu
                                       void* ws, size_t ws_bytes, const void* beta,
                                       const cudnnTensorDescriptor_t y_desc, void* y) {
   Shape s;
-  cudnnStatus_t st = shape_of(x_desc, w_desc, conv, y_desc, &s);
+  const cudnnStatus_t st = shape_of(x_desc, w_desc, conv, y_desc, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
-  const size_t e = s.element_bytes();
-  st = prepare_run(s, int(algo), ws, ws_bytes, "cudnnConvolutionForward",
-                   {{x, s.x_count() * e}, {w, s.w_count() * e}, {y, s.y_count() * e}});
-  if (st != CUDNN_STATUS_SUCCESS) return st;
-  const std::vector<float> xv = read(s, x, s.x_count(), algo == 1), wv = read(s, w, s.w_count(), algo == 1);
-  std::vector<float> sum(s.y_count(), 0.0f);
-  for_each_tap(s, [&](int n, int oh, int ow, int ih, int iw, int r, int t) {
-    const float* xp = &xv[((size_t(n) * s.h + ih) * s.w + iw) * s.c];
-    float* yp = &sum[((size_t(n) * s.oh + oh) * s.ow + ow) * s.k];
-    for (int k = 0; k < s.k; ++k) {
-      const float* wp = &wv[((size_t(k) * s.r + r) * s.s + t) * s.c];
-      float acc = 0.0f;
-      for (int c = 0; c < s.c; ++c) acc += xp[c] * wp[c];
-      yp[k] += acc;
-    }
-  });
-  write(s, y, sum, alpha, beta);
-  return CUDNN_STATUS_SUCCESS;
+  return convolve(Pass::forward, s, int(algo), ws, ws_bytes, "cudnnConvolutionForward", x, w, y, y, alpha, beta);
 }
 
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t, const void* alpha, const cudnnFilterDescriptor_t w_desc,
@@ -397,24 +418,10 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t, const void* alpha, con
                                            void* ws, size_t ws_bytes, const void* beta,
                                            const cudnnTensorDescriptor_t dx_desc, void* dx) {
   Shape s;
-  cudnnStatus_t st = shape_of(dx_desc, w_desc, conv, dy_desc, &s);
+  const cudnnStatus_t st = shape_of(dx_desc, w_desc, conv, dy_desc, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
-  const size_t e = s.element_bytes();
-  st = prepare_run(s, int(algo), ws, ws_bytes, "cudnnConvolutionBackwardData",
-                   {{dx, s.x_count() * e}, {w, s.w_count() * e}, {dy, s.y_count() * e}});
-  if (st != CUDNN_STATUS_SUCCESS) return st;
-  const std::vector<float> gv = read(s, dy, s.y_count(), algo == 1), wv = read(s, w, s.w_count(), algo == 1);
-  std::vector<float> sum(s.x_count(), 0.0f);
-  for_each_tap(s, [&](int n, int oh, int ow, int ih, int iw, int r, int t) {
-    const float* gp = &gv[((size_t(n) * s.oh + oh) * s.ow + ow) * s.k];
-    float* xp = &sum[((size_t(n) * s.h + ih) * s.w + iw) * s.c];
-    for (int k = 0; k < s.k; ++k) {
-      const float* wp = &wv[((size_t(k) * s.r + r) * s.s + t) * s.c];
-      for (int c = 0; c < s.c; ++c) xp[c] += gp[k] * wp[c];
-    }
-  });
-  write(s, dx, sum, alpha, beta);
-  return CUDNN_STATUS_SUCCESS;
+  return convolve(Pass::backward_data, s, int(algo), ws, ws_bytes, "cudnnConvolutionBackwardData", dx, w, dy, dx,
+                  alpha, beta);
 }
 
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t, const void* alpha, const cudnnTensorDescriptor_t x_desc,
@@ -423,24 +430,10 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t, const void* alpha, c
                                              cudnnConvolutionBwdFilterAlgo_t algo, void* ws, size_t ws_bytes,
                                              const void* beta, const cudnnFilterDescriptor_t dw_desc, void* dw) {
   Shape s;
-  cudnnStatus_t st = shape_of(x_desc, dw_desc, conv, dy_desc, &s);
+  const cudnnStatus_t st = shape_of(x_desc, dw_desc, conv, dy_desc, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
-  const size_t e = s.element_bytes();
-  st = prepare_run(s, int(algo), ws, ws_bytes, "cudnnConvolutionBackwardFilter",
-                   {{x, s.x_count() * e}, {dw, s.w_count() * e}, {dy, s.y_count() * e}});
-  if (st != CUDNN_STATUS_SUCCESS) return st;
-  const std::vector<float> xv = read(s, x, s.x_count(), algo == 1), gv = read(s, dy, s.y_count(), algo == 1);
-  std::vector<float> sum(s.w_count(), 0.0f);
-  for_each_tap(s, [&](int n, int oh, int ow, int ih, int iw, int r, int t) {
-    const float* xp = &xv[((size_t(n) * s.h + ih) * s.w + iw) * s.c];
-    const float* gp = &gv[((size_t(n) * s.oh + oh) * s.ow + ow) * s.k];
-    for (int k = 0; k < s.k; ++k) {
-      float* wp = &sum[((size_t(k) * s.r + r) * s.s + t) * s.c];
-      for (int c = 0; c < s.c; ++c) wp[c] += gp[k] * xp[c];
-    }
-  });
-  write(s, dw, sum, alpha, beta);
-  return CUDNN_STATUS_SUCCESS;
+  return convolve(Pass::backward_filter, s, int(algo), ws, ws_bytes, "cudnnConvolutionBackwardFilter", x, dw, dy, dw,
+                  alpha, beta);
 }
 
 }  // extern "C"
